@@ -1,0 +1,1 @@
+//! Flags shared by the subcommands that talk to a runtime (being built).

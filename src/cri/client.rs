@@ -1,0 +1,458 @@
+//! A typed CRI client over one channel per service. Every call gets the per-call deadline, an
+//! error that names the method and the endpoint, and, when a [`CallLog`] is attached, a record
+//! made when the call is issued (so concurrent calls log in issue order, which is stable).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tonic::transport::Channel;
+
+use super::summary::RequestSummary;
+use super::v1;
+use super::v1::image_service_client::ImageServiceClient;
+use super::v1::runtime_service_client::RuntimeServiceClient;
+
+/// Message size limit for both directions, the kubelet's 16 MiB (tonic's default is 4 MiB).
+pub const MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
+
+/// A CRI call that failed: the runtime answered with an error status or not at all in time.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("CRI {method} on {endpoint}: {}", describe(*code, message))]
+pub struct CallError {
+    /// Short CRI method name, e.g. `StopPodSandbox`.
+    pub method: &'static str,
+    /// The endpoint the call went to.
+    pub endpoint: String,
+    /// gRPC status code; `DeadlineExceeded` also for our own per-call deadline.
+    pub code: tonic::Code,
+    /// The runtime's message (or ours, for a deadline).
+    pub message: String,
+}
+
+fn describe(code: tonic::Code, message: &str) -> String {
+    if message.is_empty() {
+        format!("{code:?}")
+    } else {
+        format!("{code:?}: {message}")
+    }
+}
+
+impl CallError {
+    /// True when the runtime said the object does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code == tonic::Code::NotFound
+    }
+}
+
+/// One CRI call as recorded in a [`CallLog`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallRecord {
+    /// Short CRI method name.
+    pub method: String,
+    /// One-line summary of the request's identifying fields.
+    pub request: String,
+    /// `OK`, or the status code's name followed by the message.
+    pub outcome: String,
+}
+
+/// Shared, ordered record of the calls made through clients that carry it.
+#[derive(Debug, Clone, Default)]
+pub struct CallLog(Arc<Mutex<Vec<CallRecord>>>);
+
+impl CallLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Removes and returns every record so far.
+    pub fn take(&self) -> Vec<CallRecord> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Copies every record so far.
+    pub fn records(&self) -> Vec<CallRecord> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CallRecord>> {
+        // A panic while holding the lock leaves a consistent vector; keep using it.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn start(&self, method: &str, request: String) -> usize {
+        let mut records = self.lock();
+        records.push(CallRecord {
+            method: method.to_owned(),
+            request,
+            outcome: "pending".to_owned(),
+        });
+        records.len() - 1
+    }
+
+    fn finish(&self, slot: usize, outcome: String) {
+        // `take` may have emptied the log meanwhile; then the record is simply gone.
+        if let Some(record) = self.lock().get_mut(slot) {
+            record.outcome = outcome;
+        }
+    }
+}
+
+/// A CRI client for one runtime endpoint and one image endpoint (often the same socket).
+#[derive(Debug, Clone)]
+pub struct CriClient {
+    runtime: RuntimeServiceClient<Channel>,
+    image: ImageServiceClient<Channel>,
+    endpoint: String,
+    timeout: Duration,
+    log: Option<CallLog>,
+}
+
+impl CriClient {
+    /// Wraps connected channels. `endpoint` is only used in messages; `timeout` bounds each call.
+    pub fn new(runtime: Channel, image: Channel, endpoint: impl Into<String>, timeout: Duration) -> Self {
+        Self {
+            runtime: RuntimeServiceClient::new(runtime)
+                .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                .max_encoding_message_size(MAX_MESSAGE_SIZE),
+            image: ImageServiceClient::new(image)
+                .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                .max_encoding_message_size(MAX_MESSAGE_SIZE),
+            endpoint: endpoint.into(),
+            timeout,
+            log: None,
+        }
+    }
+
+    /// The same client, recording every call it makes into `log`.
+    pub fn with_call_log(&self, log: CallLog) -> Self {
+        Self {
+            log: Some(log),
+            ..self.clone()
+        }
+    }
+
+    /// The same client with another per-call deadline.
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self {
+            timeout,
+            ..self.clone()
+        }
+    }
+
+    /// The endpoint this client talks to, as given.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The per-call deadline.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The generated RuntimeService client, for calls this wrapper does not cover.
+    pub fn runtime_service(&self) -> RuntimeServiceClient<Channel> {
+        self.runtime.clone()
+    }
+
+    /// The generated ImageService client, for calls this wrapper does not cover.
+    pub fn image_service(&self) -> ImageServiceClient<Channel> {
+        self.image.clone()
+    }
+
+    async fn call<Req, Resp, Fut>(
+        &self,
+        method: &'static str,
+        request: Req,
+        send: impl FnOnce(Req) -> Fut,
+    ) -> Result<Resp, CallError>
+    where
+        Req: RequestSummary,
+        Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
+    {
+        let slot = self
+            .log
+            .as_ref()
+            .map(|log| (log, log.start(method, request.summary())));
+        tracing::debug!(method, request = %request.summary(), "CRI call");
+        let result = match tokio::time::timeout(self.timeout, send(request)).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(CallError {
+                method,
+                endpoint: self.endpoint.clone(),
+                code: status.code(),
+                message: status.message().to_owned(),
+            }),
+            Err(_) => Err(CallError {
+                method,
+                endpoint: self.endpoint.clone(),
+                code: tonic::Code::DeadlineExceeded,
+                message: format!("no answer within {:?}", self.timeout),
+            }),
+        };
+        if let Some((log, slot)) = slot {
+            let outcome = match &result {
+                Ok(_) => "OK".to_owned(),
+                Err(err) => describe(err.code, &err.message),
+            };
+            log.finish(slot, outcome);
+        }
+        result
+    }
+
+    /// `RuntimeService/Version`.
+    pub async fn version(&self, version: &str) -> Result<v1::VersionResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::VersionRequest {
+            version: version.to_owned(),
+        };
+        self.call("Version", request, |r| async move { client.version(r).await })
+            .await
+    }
+
+    /// `RuntimeService/Status`.
+    pub async fn status(&self, verbose: bool) -> Result<v1::StatusResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StatusRequest { verbose };
+        self.call("Status", request, |r| async move { client.status(r).await })
+            .await
+    }
+
+    /// `RuntimeService/RunPodSandbox`; answers the new sandbox's id.
+    pub async fn run_pod_sandbox(
+        &self,
+        config: v1::PodSandboxConfig,
+        runtime_handler: &str,
+    ) -> Result<String, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::RunPodSandboxRequest {
+            config: Some(config),
+            runtime_handler: runtime_handler.to_owned(),
+        };
+        let response = self
+            .call("RunPodSandbox", request, |r| async move {
+                client.run_pod_sandbox(r).await
+            })
+            .await?;
+        Ok(response.pod_sandbox_id)
+    }
+
+    /// `RuntimeService/StopPodSandbox`.
+    pub async fn stop_pod_sandbox(&self, pod_sandbox_id: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StopPodSandboxRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+        };
+        self.call("StopPodSandbox", request, |r| async move {
+            client.stop_pod_sandbox(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/RemovePodSandbox`.
+    pub async fn remove_pod_sandbox(&self, pod_sandbox_id: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::RemovePodSandboxRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+        };
+        self.call("RemovePodSandbox", request, |r| async move {
+            client.remove_pod_sandbox(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/PodSandboxStatus` (not verbose).
+    pub async fn pod_sandbox_status(
+        &self,
+        pod_sandbox_id: &str,
+    ) -> Result<v1::PodSandboxStatusResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::PodSandboxStatusRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+            verbose: false,
+        };
+        self.call("PodSandboxStatus", request, |r| async move {
+            client.pod_sandbox_status(r).await
+        })
+        .await
+    }
+
+    /// `RuntimeService/ListPodSandbox`.
+    pub async fn list_pod_sandbox(
+        &self,
+        filter: Option<v1::PodSandboxFilter>,
+    ) -> Result<Vec<v1::PodSandbox>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListPodSandboxRequest { filter };
+        let response = self
+            .call("ListPodSandbox", request, |r| async move {
+                client.list_pod_sandbox(r).await
+            })
+            .await?;
+        Ok(response.items)
+    }
+
+    /// `RuntimeService/CreateContainer`; answers the new container's id.
+    pub async fn create_container(
+        &self,
+        pod_sandbox_id: &str,
+        config: v1::ContainerConfig,
+        sandbox_config: v1::PodSandboxConfig,
+    ) -> Result<String, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::CreateContainerRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+            config: Some(config),
+            sandbox_config: Some(sandbox_config),
+        };
+        let response = self
+            .call("CreateContainer", request, |r| async move {
+                client.create_container(r).await
+            })
+            .await?;
+        Ok(response.container_id)
+    }
+
+    /// `RuntimeService/StartContainer`.
+    pub async fn start_container(&self, container_id: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StartContainerRequest {
+            container_id: container_id.to_owned(),
+        };
+        self.call("StartContainer", request, |r| async move {
+            client.start_container(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/StopContainer` with a grace period in seconds.
+    pub async fn stop_container(&self, container_id: &str, timeout: i64) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StopContainerRequest {
+            container_id: container_id.to_owned(),
+            timeout,
+        };
+        // The runtime may legitimately wait out the grace period before answering.
+        let this = self.with_timeout(self.timeout + Duration::from_secs(timeout.max(0) as u64));
+        this.call("StopContainer", request, |r| async move {
+            client.stop_container(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/RemoveContainer`.
+    pub async fn remove_container(&self, container_id: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::RemoveContainerRequest {
+            container_id: container_id.to_owned(),
+        };
+        self.call("RemoveContainer", request, |r| async move {
+            client.remove_container(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/ListContainers`.
+    pub async fn list_containers(
+        &self,
+        filter: Option<v1::ContainerFilter>,
+    ) -> Result<Vec<v1::Container>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListContainersRequest { filter };
+        let response = self
+            .call("ListContainers", request, |r| async move {
+                client.list_containers(r).await
+            })
+            .await?;
+        Ok(response.containers)
+    }
+
+    /// `RuntimeService/ContainerStatus` (not verbose).
+    pub async fn container_status(
+        &self,
+        container_id: &str,
+    ) -> Result<v1::ContainerStatusResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ContainerStatusRequest {
+            container_id: container_id.to_owned(),
+            verbose: false,
+        };
+        self.call("ContainerStatus", request, |r| async move {
+            client.container_status(r).await
+        })
+        .await
+    }
+
+    /// `ImageService/PullImage`; answers the image reference the runtime stored.
+    pub async fn pull_image(&self, image: &str) -> Result<String, CallError> {
+        let mut client = self.image.clone();
+        let request = v1::PullImageRequest {
+            image: Some(image_spec(image)),
+            ..Default::default()
+        };
+        let response = self
+            .call("PullImage", request, |r| async move { client.pull_image(r).await })
+            .await?;
+        Ok(response.image_ref)
+    }
+
+    /// `ImageService/ListImages`, optionally for one image.
+    pub async fn list_images(&self, image: Option<&str>) -> Result<Vec<v1::Image>, CallError> {
+        let mut client = self.image.clone();
+        let request = v1::ListImagesRequest {
+            filter: image.map(|image| v1::ImageFilter {
+                image: Some(image_spec(image)),
+            }),
+        };
+        let response = self
+            .call("ListImages", request, |r| async move { client.list_images(r).await })
+            .await?;
+        Ok(response.images)
+    }
+
+    /// `ImageService/ImageStatus`; `None` when the runtime does not have the image.
+    pub async fn image_status(&self, image: &str) -> Result<Option<v1::Image>, CallError> {
+        let mut client = self.image.clone();
+        let request = v1::ImageStatusRequest {
+            image: Some(image_spec(image)),
+            verbose: false,
+        };
+        let response = self
+            .call("ImageStatus", request, |r| async move { client.image_status(r).await })
+            .await?;
+        Ok(response.image)
+    }
+
+    /// `ImageService/RemoveImage`.
+    pub async fn remove_image(&self, image: &str) -> Result<(), CallError> {
+        let mut client = self.image.clone();
+        let request = v1::RemoveImageRequest {
+            image: Some(image_spec(image)),
+        };
+        self.call("RemoveImage", request, |r| async move { client.remove_image(r).await })
+            .await?;
+        Ok(())
+    }
+
+    /// `ImageService/ImageFsInfo`.
+    pub async fn image_fs_info(&self) -> Result<v1::ImageFsInfoResponse, CallError> {
+        let mut client = self.image.clone();
+        self.call("ImageFsInfo", v1::ImageFsInfoRequest {}, |r| async move {
+            client.image_fs_info(r).await
+        })
+        .await
+    }
+}
+
+fn image_spec(image: &str) -> v1::ImageSpec {
+    v1::ImageSpec {
+        image: image.to_owned(),
+        ..Default::default()
+    }
+}

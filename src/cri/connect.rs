@@ -1,0 +1,1 @@
+//! Connecting to a CRI endpoint (being built).

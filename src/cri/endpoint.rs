@@ -1,0 +1,1 @@
+//! Endpoint parsing and resolution (being built).

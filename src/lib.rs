@@ -1,0 +1,15 @@
+//! cri-harness: a conformance harness for Kubernetes CRI runtimes.
+//!
+//! Data flows one way: a suite file ([`suite`]) is run by the [`runner`], which drives the
+//! [`manager`] (a port of the kubelet's kuberuntime manager) through the CRI client ([`cri`]) to
+//! a runtime: a real one, or the built-in [`mock`]. Results flow back into the [`report`].
+
+pub mod cli;
+pub mod cri;
+pub mod images;
+pub mod manager;
+pub mod mock;
+pub mod prop;
+pub mod report;
+pub mod runner;
+pub mod suite;
