@@ -269,10 +269,19 @@ impl CriClient {
         &self,
         pod_sandbox_id: &str,
     ) -> Result<v1::PodSandboxStatusResponse, CallError> {
+        self.pod_sandbox_status_with(pod_sandbox_id, false).await
+    }
+
+    /// `RuntimeService/PodSandboxStatus`; verbose answers carry the runtime's `info` map.
+    pub async fn pod_sandbox_status_with(
+        &self,
+        pod_sandbox_id: &str,
+        verbose: bool,
+    ) -> Result<v1::PodSandboxStatusResponse, CallError> {
         let mut client = self.runtime.clone();
         let request = v1::PodSandboxStatusRequest {
             pod_sandbox_id: pod_sandbox_id.to_owned(),
-            verbose: false,
+            verbose,
         };
         self.call("PodSandboxStatus", request, |r| async move {
             client.pod_sandbox_status(r).await

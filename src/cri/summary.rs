@@ -80,7 +80,8 @@ impl RequestSummary for v1::RemovePodSandboxRequest {
 
 impl RequestSummary for v1::PodSandboxStatusRequest {
     fn summary(&self) -> String {
-        format!("id={}", self.pod_sandbox_id)
+        let verbose = if self.verbose { " verbose" } else { "" };
+        format!("id={}{verbose}", self.pod_sandbox_id)
     }
 }
 
