@@ -1,7 +1,4 @@
 //! The built-in mock CRI runtime (being built).
 
-/// Generated code for the mock's control service (`proto/criharness/mock/v1/control.proto`).
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod control_api {
-    tonic::include_proto!("criharness.mock.v1");
-}
+/// The mock's control service (`proto/criharness/mock/v1/control.proto`), generated.
+pub use crate::cri::generated::criharness::mock::v1 as control_api;
