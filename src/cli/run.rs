@@ -80,14 +80,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list {
         for suite in &loaded.suites {
             for case in suite.cases.iter().filter(|c| filter.selects(suite, c)) {
-                let mark = if case.needs_mock_control() { " [mock_control]" } else { "" };
+                let mark = if case.needs_mock_control() {
+                    " [mock_control]"
+                } else {
+                    ""
+                };
                 println!("{}{mark}", case.full_name(suite));
             }
         }
         for error in &loaded.errors {
             println!("error: {error}");
         }
-        return Ok(if loaded.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if loaded.errors.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     let target = if args.mock {
         Target::Mock

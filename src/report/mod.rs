@@ -85,7 +85,10 @@ pub fn epilogue(report: &RunReport) -> String {
         let _ = writeln!(out, "error: {aborted}");
     }
     if report.interrupted {
-        let _ = writeln!(out, "interrupted: stopped starting cases and cleaned up the running ones");
+        let _ = writeln!(
+            out,
+            "interrupted: stopped starting cases and cleaned up the running ones"
+        );
     }
     let _ = writeln!(out, "{}", summary_line(report));
     let _ = writeln!(
@@ -136,8 +139,14 @@ pub fn junit(report: &RunReport) -> String {
         report.duration.as_secs_f64()
     );
     for (name, cases) in &suites {
-        let failures = cases.iter().filter(|c| matches!(c.outcome, CaseOutcome::Failed(_))).count();
-        let skipped = cases.iter().filter(|c| matches!(c.outcome, CaseOutcome::Skipped(_))).count();
+        let failures = cases
+            .iter()
+            .filter(|c| matches!(c.outcome, CaseOutcome::Failed(_)))
+            .count();
+        let skipped = cases
+            .iter()
+            .filter(|c| matches!(c.outcome, CaseOutcome::Skipped(_)))
+            .count();
         let time: f64 = cases.iter().map(|c| c.duration.as_secs_f64()).sum();
         let _ = writeln!(
             out,
@@ -200,7 +209,9 @@ pub fn junit(report: &RunReport) -> String {
 /// The failure's body: the reason and, for a changed snapshot, its diff.
 fn failure_text(case: &CaseReport, reason: &str) -> String {
     match case.snapshot.as_ref().map(|s| &s.status) {
-        Some(crate::runner::snapshot::SnapshotStatus::Changed { diff, .. }) => format!("{reason}\n\n{diff}"),
+        Some(crate::runner::snapshot::SnapshotStatus::Changed { diff, .. }) => {
+            format!("{reason}\n\n{diff}")
+        }
         _ => reason.to_owned(),
     }
 }
@@ -299,12 +310,18 @@ mod tests {
             case("t", "d", CaseOutcome::Skipped("y".into())),
         ]);
         assert_eq!(summary_line(&report), "2 passed, 1 failed, 1 skipped");
-        assert!(epilogue(&report).lines().any(|l| l == "2 passed, 1 failed, 1 skipped"));
+        assert!(epilogue(&report)
+            .lines()
+            .any(|l| l == "2 passed, 1 failed, 1 skipped"));
     }
 
     #[test]
     fn junit_groups_cases_by_suite_with_failures_skips_and_problems() {
-        let mut changed = case("s", "b<&>", CaseOutcome::Failed("snapshot changed\nsee diff".into()));
+        let mut changed = case(
+            "s",
+            "b<&>",
+            CaseOutcome::Failed("snapshot changed\nsee diff".into()),
+        );
         changed.snapshot = Some(SnapshotReport {
             path: "snapshots/mock/s__b.snap".into(),
             status: SnapshotStatus::Changed {
@@ -317,7 +334,9 @@ mod tests {
             changed,
             case("t", "c", CaseOutcome::Skipped("needs \"mock\"".into())),
         ]);
-        report.errors.push("suites/bad.yaml:3:5: unknown variant `x`".into());
+        report
+            .errors
+            .push("suites/bad.yaml:3:5: unknown variant `x`".into());
         let xml = junit(&report);
         let expected = r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="cri-harness" tests="4" failures="1" errors="1" skipped="1" time="0.015">
@@ -356,8 +375,10 @@ see diff
         ]);
         let paths = write(&dir.path().join("out"), &report).unwrap();
         assert_eq!(paths.len(), 2);
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).unwrap()).unwrap();
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/results.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(json["run_id"], "r1");
         assert_eq!(json["cases"][0]["outcome"], "passed");
         assert_eq!(json["cases"][1]["outcome"], "failed");

@@ -98,7 +98,10 @@ impl From<CallError> for StepError {
 
 /// True for the codes a runtime that stopped answering produces.
 pub(super) fn is_transport(code: tonic::Code) -> bool {
-    matches!(code, tonic::Code::Unavailable | tonic::Code::DeadlineExceeded)
+    matches!(
+        code,
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+    )
 }
 
 struct SandboxRef {
@@ -329,7 +332,11 @@ impl<'a> CaseRun<'a> {
                 namespace: self.namespace.clone(),
                 attempt: s.attempt,
             }),
-            hostname: if s.host_network { String::new() } else { s.pod.clone() },
+            hostname: if s.host_network {
+                String::new()
+            } else {
+                s.pod.clone()
+            },
             labels: sandbox_labels,
             linux: Some(v1::LinuxPodSandboxConfig {
                 security_context: Some(v1::LinuxSandboxSecurityContext {
@@ -382,9 +389,10 @@ impl<'a> CaseRun<'a> {
         } else {
             v1::NamespaceMode::Pod
         };
-        let command = c.command.clone().unwrap_or_else(|| {
-            DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect()
-        });
+        let command = c
+            .command
+            .clone()
+            .unwrap_or_else(|| DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect());
         let config = v1::ContainerConfig {
             metadata: Some(v1::ContainerMetadata {
                 name: name.clone(),
@@ -572,7 +580,7 @@ impl<'a> CaseRun<'a> {
         container_labels.extend(c.labels.clone());
         v1::ContainerStatus {
             id: self.made_up_id(&c.alias),
-            metadata: c.metadata.then(|| v1::ContainerMetadata { name, attempt: 0 }),
+            metadata: c.metadata.then_some(v1::ContainerMetadata { name, attempt: 0 }),
             state: match c.state {
                 step::ContainerState::Created => v1::ContainerState::ContainerCreated,
                 step::ContainerState::Running => v1::ContainerState::ContainerRunning,
@@ -599,7 +607,9 @@ impl<'a> CaseRun<'a> {
         entry.insert("call".into(), Value::String(self.redactor.text(&call)));
         match outcome {
             Ok(value) => entry.insert("result".into(), self.redactor.value(value)),
-            Err(message) => entry.insert("error".into(), Value::String(self.redactor.text(&message))),
+            Err(message) => {
+                entry.insert("error".into(), Value::String(self.redactor.text(&message)))
+            }
         };
         let calls: Vec<Value> = self
             .log
@@ -632,13 +642,15 @@ impl<'a> CaseRun<'a> {
     }
 
     async fn construct(&mut self, expect: &step::NewManagerExpect) -> Result<(), StepError> {
-        let result = KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
+        let result =
+            KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
         let outcome = match &result {
             Ok(m) => Ok(yaml(&BTreeMap::from([("runtime_type", m.runtime_type())]))),
             Err(err) => Err(err.to_string()),
         };
         self.observe("new_manager".to_owned(), outcome, Vec::new());
-        let Some(manager) = check_error(expect.error.as_ref(), result).map_err(StepError::new)? else {
+        let Some(manager) = check_error(expect.error.as_ref(), result).map_err(StepError::new)?
+        else {
             return Ok(());
         };
         if let Some(wanted) = &expect.runtime_type {
@@ -666,7 +678,9 @@ impl<'a> CaseRun<'a> {
         };
         let outcome = result.as_ref().map(yaml).map_err(ToString::to_string);
         self.observe(name.to_owned(), outcome, Vec::new());
-        if let Some(version) = check_error(v.expect.error.as_ref(), result).map_err(StepError::new)? {
+        if let Some(version) =
+            check_error(v.expect.error.as_ref(), result).map_err(StepError::new)?
+        {
             if let Some(wanted) = &v.expect.version {
                 expect_eq("version", wanted, &version.to_string())?;
             }
@@ -700,7 +714,9 @@ impl<'a> CaseRun<'a> {
                 pod.sandboxes.sort_by_key(|s| self.rank(&s.id.id));
                 pod
             })
-            .filter(|pod| !pod.id.is_empty() || !pod.containers.is_empty() || !pod.sandboxes.is_empty())
+            .filter(|pod| {
+                !pod.id.is_empty() || !pod.containers.is_empty() || !pod.sandboxes.is_empty()
+            })
             .collect();
         own.sort_by(|a, b| a.id.cmp(&b.id));
         own
@@ -732,7 +748,12 @@ impl<'a> CaseRun<'a> {
             .iter()
             .find(|s| s.id == id)
             .map(|s| s.alias.clone())
-            .or_else(|| self.containers.iter().find(|c| c.id == id).map(|c| c.alias.clone()))
+            .or_else(|| {
+                self.containers
+                    .iter()
+                    .find(|c| c.id == id)
+                    .map(|c| c.alias.clone())
+            })
             .unwrap_or_else(|| self.redactor.text(id))
     }
 
@@ -747,10 +768,14 @@ impl<'a> CaseRun<'a> {
 
     async fn get_pods(&mut self, g: &step::GetPods) -> Result<(), StepError> {
         let manager = self.ensure_manager().await?;
-        let result = manager.get_pods(g.all).await.map(|pods| self.own_pods(pods));
+        let result = manager
+            .get_pods(g.all)
+            .await
+            .map(|pods| self.own_pods(pods));
         let outcome = result.as_ref().map(yaml).map_err(ToString::to_string);
         self.observe(format!("get_pods all={}", g.all), outcome, Vec::new());
-        let Some(pods) = check_error(g.expect.error.as_ref(), result).map_err(StepError::new)? else {
+        let Some(pods) = check_error(g.expect.error.as_ref(), result).map_err(StepError::new)?
+        else {
             return Ok(());
         };
         let by_alias: BTreeMap<String, &Pod> =
@@ -767,17 +792,33 @@ impl<'a> CaseRun<'a> {
             }
         }
         for (alias, expect) in &g.expect.pods {
-            let field = if alias.is_empty() { "pods.\"\"".to_owned() } else { format!("pods.{alias}") };
+            let field = if alias.is_empty() {
+                "pods.\"\"".to_owned()
+            } else {
+                format!("pods.{alias}")
+            };
             let Some(pod) = by_alias.get(alias) else {
-                return Err(mismatch(&field, "present", &format!("absent (pods: {})", show(&present))));
+                return Err(mismatch(
+                    &field,
+                    "present",
+                    &format!("absent (pods: {})", show(&present)),
+                ));
             };
             if let Some(wanted) = &expect.sandboxes {
                 let actual = sorted(pod.sandboxes.iter().map(|s| self.alias_of(&s.id.id)));
-                expect_eq(&format!("{field}.sandboxes"), &show(&sorted(wanted.iter().cloned())), &show(&actual))?;
+                expect_eq(
+                    &format!("{field}.sandboxes"),
+                    &show(&sorted(wanted.iter().cloned())),
+                    &show(&actual),
+                )?;
             }
             if let Some(wanted) = &expect.containers {
                 let actual = sorted(pod.containers.iter().map(|c| self.alias_of(&c.id.id)));
-                expect_eq(&format!("{field}.containers"), &show(&sorted(wanted.iter().cloned())), &show(&actual))?;
+                expect_eq(
+                    &format!("{field}.containers"),
+                    &show(&sorted(wanted.iter().cloned())),
+                    &show(&actual),
+                )?;
             }
             for (alias, state) in &expect.states {
                 let actual = pod
@@ -786,7 +827,11 @@ impl<'a> CaseRun<'a> {
                     .chain(&pod.containers)
                     .find(|c| self.alias_of(&c.id.id) == *alias)
                     .map_or_else(|| "absent".to_owned(), |c| state_name(c.state).to_owned());
-                expect_eq(&format!("{field}.states.{alias}"), suite_state_name(*state), &actual)?;
+                expect_eq(
+                    &format!("{field}.states.{alias}"),
+                    suite_state_name(*state),
+                    &actual,
+                )?;
             }
         }
         Ok(())
@@ -798,7 +843,8 @@ impl<'a> CaseRun<'a> {
         let result = manager.get_pod_status(&uid, &g.pod, &self.namespace).await;
         let outcome = result.as_ref().map(yaml).map_err(ToString::to_string);
         self.observe(format!("get_pod_status {}", g.pod), outcome, Vec::new());
-        let Some(status) = check_error(g.expect.error.as_ref(), result).map_err(StepError::new)? else {
+        let Some(status) = check_error(g.expect.error.as_ref(), result).map_err(StepError::new)?
+        else {
             return Ok(());
         };
         if let Some(ip) = &g.expect.ip {
@@ -814,28 +860,57 @@ impl<'a> CaseRun<'a> {
             expect_eq("ip", &wanted, &actual)?;
         }
         if let Some(wanted) = &g.expect.sandboxes {
-            let actual: Vec<String> = status.sandbox_statuses.iter().map(|s| self.alias_of(&s.id)).collect();
+            let actual: Vec<String> = status
+                .sandbox_statuses
+                .iter()
+                .map(|s| self.alias_of(&s.id))
+                .collect();
             expect_eq("sandboxes (newest first)", &show(wanted), &show(&actual))?;
         }
         if let Some(wanted) = &g.expect.containers {
-            let actual = sorted(status.container_statuses.iter().map(|c| self.alias_of(&c.id.id)));
-            expect_eq("containers", &show(&sorted(wanted.iter().cloned())), &show(&actual))?;
+            let actual = sorted(
+                status
+                    .container_statuses
+                    .iter()
+                    .map(|c| self.alias_of(&c.id.id)),
+            );
+            expect_eq(
+                "containers",
+                &show(&sorted(wanted.iter().cloned())),
+                &show(&actual),
+            )?;
         }
         Ok(())
     }
 
-    async fn running_pod(&mut self, manager: &KubeGenericRuntimeManager, pod: &str) -> Result<Pod, StepError> {
+    async fn running_pod(
+        &mut self,
+        manager: &KubeGenericRuntimeManager,
+        pod: &str,
+    ) -> Result<Pod, StepError> {
         let uid = self.uid(pod);
         let pods = manager.get_pods(true).await;
         // Finding the running pod is not the call under test.
         self.log.take();
-        let pods = pods.map_err(|err| StepError::new(format!("listing the running pod failed: {err}")))?;
-        Ok(pods.into_iter().find(|p| p.id == uid).unwrap_or_else(|| Pod {
-            id: uid,
-            name: pod.to_owned(),
-            namespace: self.namespace.clone(),
-            ..Default::default()
-        }))
+        let pods =
+            pods.map_err(|err| StepError::new(format!("listing the running pod failed: {err}")))?;
+        let mut running = pods
+            .into_iter()
+            .find(|p| p.id == uid)
+            .unwrap_or_else(|| Pod {
+                id: uid,
+                name: pod.to_owned(),
+                namespace: self.namespace.clone(),
+                ..Default::default()
+            });
+        // Runtimes list in no fixed order (containerd's is a map's); the seed takes the first
+        // sandbox for the latest, so hand it the case's sandboxes newest first and the
+        // containers in creation order, the same on every runtime.
+        running
+            .sandboxes
+            .sort_by_key(|s| std::cmp::Reverse(self.rank(&s.id.id)));
+        running.containers.sort_by_key(|c| self.rank(&c.id.id));
+        Ok(running)
     }
 
     async fn kill_pod(&mut self, k: &step::KillPod) -> Result<(), StepError> {
@@ -858,14 +933,20 @@ impl<'a> CaseRun<'a> {
                 let plugin = Arc::new(RecordingNetworkPlugin::failing(message.clone()));
                 let manager = KubeGenericRuntimeManager::new(self.recorded.clone(), plugin.clone())
                     .await
-                    .map_err(|err| StepError::new(format!("cannot build a manager with a failing network plugin: {err}")))?;
+                    .map_err(|err| {
+                        StepError::new(format!(
+                            "cannot build a manager with a failing network plugin: {err}"
+                        ))
+                    })?;
                 self.log.take();
                 (manager, plugin)
             }
             None => (manager, self.plugin.clone()),
         };
         let before = plugin.calls().len();
-        let result = manager.kill_pod(spec.as_ref(), &running, k.grace_override).await;
+        let result = manager
+            .kill_pod(spec.as_ref(), &running, k.grace_override)
+            .await;
         let teardown: Vec<_> = plugin.calls().into_iter().skip(before).collect();
         let mut call = format!("kill_pod {}", k.pod);
         if !k.with_spec {
@@ -877,7 +958,10 @@ impl<'a> CaseRun<'a> {
         self.observe(call, Ok(yaml(&result)), vec![("teardown", yaml(&teardown))]);
         let expect = &k.expect;
         if let Some(wanted) = &expect.teardown {
-            let actual: Vec<String> = teardown.iter().map(|t| self.alias_of(&t.sandbox_id)).collect();
+            let actual: Vec<String> = teardown
+                .iter()
+                .map(|t| self.alias_of(&t.sandbox_id))
+                .collect();
             expect_eq("teardown", &show(wanted), &show(&actual))?;
         }
         if let Some(failed) = expect.failed {
@@ -927,7 +1011,11 @@ impl<'a> CaseRun<'a> {
         }
     }
 
-    fn check_results(&self, wanted: &[step::SyncResultExpect], result: &PodSyncResult) -> Result<(), StepError> {
+    fn check_results(
+        &self,
+        wanted: &[step::SyncResultExpect],
+        result: &PodSyncResult,
+    ) -> Result<(), StepError> {
         let describe = |r: &manager::SyncResult| {
             format!(
                 "{} {} {}",
@@ -943,12 +1031,24 @@ impl<'a> CaseRun<'a> {
         }
         for (index, (want, got)) in wanted.iter().zip(&result.results).enumerate() {
             let field = format!("results[{index}]");
-            expect_eq(&format!("{field}.action"), &want.action.to_string(), action_name(got.action))?;
+            expect_eq(
+                &format!("{field}.action"),
+                &want.action.to_string(),
+                action_name(got.action),
+            )?;
             if let Some(target) = &want.target {
-                expect_eq(&format!("{field}.target"), target, &self.target_alias(&got.target))?;
+                expect_eq(
+                    &format!("{field}.target"),
+                    target,
+                    &self.target_alias(&got.target),
+                )?;
             }
             if let Some(error) = &want.error {
-                expect_eq(&format!("{field}.error"), error, got.error.as_deref().unwrap_or("none"))?;
+                expect_eq(
+                    &format!("{field}.error"),
+                    error,
+                    got.error.as_deref().unwrap_or("none"),
+                )?;
             }
             if let Some(part) = &want.message_contains {
                 if !got.message.contains(part.as_str()) {
@@ -969,7 +1069,11 @@ impl<'a> CaseRun<'a> {
         if let Some(pod) = self.pods.iter().find(|p| self.uid(p) == target) {
             return pod.clone();
         }
-        if let Some(c) = self.containers.iter().find(|c| c.name == target || c.id == target) {
+        if let Some(c) = self
+            .containers
+            .iter()
+            .find(|c| c.name == target || c.id == target)
+        {
             return c.alias.clone();
         }
         self.alias_of(target)
@@ -1000,7 +1104,11 @@ impl<'a> CaseRun<'a> {
             .map(|s| self.alias_of(&s.id))
             .collect();
         if !ready.is_empty() {
-            return Err(mismatch("stopped", "all", &format!("sandboxes still ready: {}", show(&ready))));
+            return Err(mismatch(
+                "stopped",
+                "all",
+                &format!("sandboxes still ready: {}", show(&ready)),
+            ));
         }
         let sandbox_ids: BTreeSet<&str> = pod_sandboxes.iter().map(|s| s.id.as_str()).collect();
         let containers = self
@@ -1014,13 +1122,18 @@ impl<'a> CaseRun<'a> {
         let running: Vec<String> = containers
             .iter()
             .filter(|c| {
-                c.labels.get(labels::POD_UID) == Some(&uid) || sandbox_ids.contains(c.pod_sandbox_id.as_str())
+                c.labels.get(labels::POD_UID) == Some(&uid)
+                    || sandbox_ids.contains(c.pod_sandbox_id.as_str())
             })
             .filter(|c| c.state == v1::ContainerState::ContainerRunning as i32)
             .map(|c| self.alias_of(&c.id))
             .collect();
         if !running.is_empty() {
-            return Err(mismatch("stopped", "all", &format!("containers still running: {}", show(&running))));
+            return Err(mismatch(
+                "stopped",
+                "all",
+                &format!("containers still running: {}", show(&running)),
+            ));
         }
         Ok(())
     }
@@ -1044,13 +1157,14 @@ impl<'a> CaseRun<'a> {
 
     async fn get_pod_container_id(&mut self, g: &step::GetPodContainerId) -> Result<(), StepError> {
         let manager = self.ensure_manager().await?;
-        let mut running = self.running_pod(&manager, &g.pod).await?;
-        // The seed takes the runtime's first listed sandbox; keep that, but do not let a real
-        // runtime's foreign objects in.
-        running.sandboxes.retain(|s| self.is_known(&s.id.id));
+        let running = self.running_pod(&manager, &g.pod).await?;
         let result = manager.get_pod_container_id(&running);
         let outcome = result.as_ref().map(yaml).map_err(ToString::to_string);
-        self.observe(format!("get_pod_container_id {}", g.pod), outcome, Vec::new());
+        self.observe(
+            format!("get_pod_container_id {}", g.pod),
+            outcome,
+            Vec::new(),
+        );
         if let Some(id) = check_error(g.expect.error.as_ref(), result).map_err(StepError::new)? {
             if let Some(wanted) = &g.expect.of {
                 expect_eq("of", wanted, &self.alias_of(&id.id))?;
@@ -1071,10 +1185,14 @@ fn pods_of(case: &Case) -> BTreeSet<String> {
             Step::MockSeedSandbox(s) => {
                 pods.insert(s.pod.clone());
             }
-            Step::CreateContainer(step::CreateContainer { pod_labels: Some(p), .. })
-            | Step::MockSeedContainer(step::MockSeedContainer { pod_labels: Some(p), .. })
-                if p != "none" =>
-            {
+            Step::CreateContainer(step::CreateContainer {
+                pod_labels: Some(p),
+                ..
+            })
+            | Step::MockSeedContainer(step::MockSeedContainer {
+                pod_labels: Some(p),
+                ..
+            }) if p != "none" => {
                 pods.insert(p.clone());
             }
             Step::GetPodStatus(g) => {
@@ -1108,7 +1226,8 @@ fn seed_time(seconds: Option<i64>) -> i64 {
 }
 
 fn yaml<T: Serialize + ?Sized>(value: &T) -> Value {
-    serde_yaml::to_value(value).unwrap_or_else(|err| Value::String(format!("cannot serialize: {err}")))
+    serde_yaml::to_value(value)
+        .unwrap_or_else(|err| Value::String(format!("cannot serialize: {err}")))
 }
 
 fn netns_token(path: &str) -> String {
@@ -1154,7 +1273,13 @@ fn sorted(items: impl Iterator<Item = String>) -> Vec<String> {
 fn show(items: &[String]) -> String {
     let shown: Vec<String> = items
         .iter()
-        .map(|i| if i.is_empty() { "\"\"".to_owned() } else { i.clone() })
+        .map(|i| {
+            if i.is_empty() {
+                "\"\"".to_owned()
+            } else {
+                i.clone()
+            }
+        })
         .collect();
     format!("[{}]", shown.join(", "))
 }
@@ -1182,11 +1307,17 @@ fn error_kind(err: &ManagerError) -> ErrorKind {
 
 /// Checks a manager result against an optional error expectation: with one, the call must
 /// have failed like that (`Ok(None)`); without, it must have succeeded (`Ok(Some(value))`).
-fn check_error<T>(expect: Option<&ErrorExpect>, result: Result<T, ManagerError>) -> Result<Option<T>, String> {
+fn check_error<T>(
+    expect: Option<&ErrorExpect>,
+    result: Result<T, ManagerError>,
+) -> Result<Option<T>, String> {
     match (expect, result) {
         (None, Ok(value)) => Ok(Some(value)),
         (None, Err(err)) => Err(format!("expected success, got error: {err}")),
-        (Some(want), Ok(_)) => Err(format!("error: expected {}, got success", describe_error(want))),
+        (Some(want), Ok(_)) => Err(format!(
+            "error: expected {}, got success",
+            describe_error(want)
+        )),
         (Some(want), Err(err)) => {
             let kind = error_kind(&err);
             if let Some(wanted) = want.kind {
@@ -1206,7 +1337,9 @@ fn check_error<T>(expect: Option<&ErrorExpect>, result: Result<T, ManagerError>)
             if let Some(part) = &want.contains {
                 let text = err.to_string();
                 if !text.contains(part.as_str()) {
-                    return Err(format!("error: expected a message containing {part:?}, got {text:?}"));
+                    return Err(format!(
+                        "error: expected a message containing {part:?}, got {text:?}"
+                    ));
                 }
             }
             Ok(None)
@@ -1248,7 +1381,11 @@ mod tests {
         })
     }
 
-    fn expect(kind: Option<ErrorKind>, code: Option<tonic::Code>, contains: Option<&str>) -> ErrorExpect {
+    fn expect(
+        kind: Option<ErrorKind>,
+        code: Option<tonic::Code>,
+        contains: Option<&str>,
+    ) -> ErrorExpect {
         ErrorExpect {
             kind,
             code: code.map(GrpcCode),
@@ -1258,7 +1395,11 @@ mod tests {
 
     #[rstest]
     #[case::success_expected_and_got(None, Ok(1), Ok(Some(1)))]
-    #[case::success_expected_error_got(None, Err(call_error(tonic::Code::Unknown)), Err("expected success"))]
+    #[case::success_expected_error_got(
+        None,
+        Err(call_error(tonic::Code::Unknown)),
+        Err("expected success")
+    )]
     #[case::error_expected_success_got(
         Some(expect(Some(ErrorKind::Call), None, None)),
         Ok(1),

@@ -147,10 +147,10 @@ fn sandbox_object(sandbox: &v1::PodSandbox) -> Object {
     Object {
         kind: "sandbox",
         id: sandbox.id.clone(),
-        name: sandbox
-            .metadata
-            .as_ref()
-            .map_or_else(|| "no metadata".to_owned(), |m| format!("{}/{}", m.namespace, m.name)),
+        name: sandbox.metadata.as_ref().map_or_else(
+            || "no metadata".to_owned(),
+            |m| format!("{}/{}", m.namespace, m.name),
+        ),
     }
 }
 

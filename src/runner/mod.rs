@@ -102,7 +102,9 @@ pub fn new_run_id() -> String {
 /// True when `id` can label objects and name namespaces: 1-20 lower-case letters, digits, `-`.
 pub fn valid_run_id(id: &str) -> bool {
     (1..=20).contains(&id.len())
-        && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !id.starts_with('-')
         && !id.ends_with('-')
 }
@@ -266,7 +268,10 @@ struct Shared {
 
 impl Shared {
     fn aborted(&self) -> Option<String> {
-        self.abort.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.abort
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -360,7 +365,13 @@ pub fn target_kind(runtime_name: &str) -> String {
     let kind: String = runtime_name
         .to_ascii_lowercase()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     if kind.is_empty() || kind.starts_with('.') {
         "unnamed-runtime".to_owned()
@@ -408,15 +419,24 @@ type Outcome = (CaseOutcome, Option<SnapshotReport>, bool);
 
 async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
     if shared.interrupt.is_triggered() {
-        return (CaseOutcome::Skipped("not run: the run was interrupted".to_owned()), None, false);
+        return (
+            CaseOutcome::Skipped("not run: the run was interrupted".to_owned()),
+            None,
+            false,
+        );
     }
     if let Some(reason) = shared.aborted() {
-        return (CaseOutcome::Skipped(format!("not run: {reason}")), None, false);
+        return (
+            CaseOutcome::Skipped(format!("not run: {reason}")),
+            None,
+            false,
+        );
     }
     match &shared.client {
         Some(client) => {
             if case.needs_mock_control() {
-                let reason = "needs the mock's control service (mock_control); the target is a real runtime";
+                let reason =
+                    "needs the mock's control service (mock_control); the target is a real runtime";
                 return (CaseOutcome::Skipped(reason.to_owned()), None, false);
             }
             let env = Env {
@@ -432,9 +452,16 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
 /// A fresh mock per case on its own socket, reached through the real connect path.
 async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
     let failed = |message: String| (CaseOutcome::Failed(message), None, false);
-    let dir = match tempfile::Builder::new().prefix("cri-harness-mock-").tempdir() {
+    let dir = match tempfile::Builder::new()
+        .prefix("cri-harness-mock-")
+        .tempdir()
+    {
         Ok(dir) => dir,
-        Err(err) => return failed(format!("cannot make a directory for the mock's socket: {err}")),
+        Err(err) => {
+            return failed(format!(
+                "cannot make a directory for the mock's socket: {err}"
+            ))
+        }
     };
     let mock = MockRuntime::new();
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
@@ -508,33 +535,49 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     })
     .await;
     match cleaned {
-        Ok((removal, left)) => {
-            match left {
-                Ok(left) if !left.is_empty() => {
-                    let names: Vec<String> = left.iter().map(|o| run.redact(&o.to_string())).collect();
-                    let mut message = format!("cleanup left {} objects on the runtime: {}", left.len(), names.join(", "));
-                    if !removal.errors.is_empty() {
-                        message.push_str(&format!(" (errors: {})", run.redact(&removal.errors.join("; "))));
-                    }
-                    failures.push(message);
+        Ok((removal, left)) => match left {
+            Ok(left) if !left.is_empty() => {
+                let names: Vec<String> = left.iter().map(|o| run.redact(&o.to_string())).collect();
+                let mut message = format!(
+                    "cleanup left {} objects on the runtime: {}",
+                    left.len(),
+                    names.join(", ")
+                );
+                if !removal.errors.is_empty() {
+                    message.push_str(&format!(
+                        " (errors: {})",
+                        run.redact(&removal.errors.join("; "))
+                    ));
                 }
-                Ok(_) => {}
-                Err(err) => {
-                    unreachable |= case::is_transport(err.code);
-                    failures.push(format!("cannot list what the case left: {}", run.redact(&err.to_string())));
-                }
+                failures.push(message);
             }
-        }
+            Ok(_) => {}
+            Err(err) => {
+                unreachable |= case::is_transport(err.code);
+                failures.push(format!(
+                    "cannot list what the case left: {}",
+                    run.redact(&err.to_string())
+                ));
+            }
+        },
         Err(_) => {
             unreachable = true;
-            failures.push(format!("cleanup did not finish within {:?}", config.cleanup_timeout));
+            failures.push(format!(
+                "cleanup did not finish within {:?}",
+                config.cleanup_timeout
+            ));
         }
     }
     if !failures.is_empty() {
         return (CaseOutcome::Failed(failures.join("; ")), None, unreachable);
     }
 
-    let path = snapshot::path(&config.snapshot_dir, &shared.target_kind, &suite.name, &case.name);
+    let path = snapshot::path(
+        &config.snapshot_dir,
+        &shared.target_kind,
+        &suite.name,
+        &case.name,
+    );
     let contents = snapshot::render(&suite.source, &case.name, &run.snapshot_body());
     match snapshot::check(&path, &contents, config.snapshots) {
         Ok(status) => {
@@ -552,7 +595,11 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             };
             (outcome, Some(SnapshotReport { path, status }), false)
         }
-        Err(err) => (CaseOutcome::Failed(format!("{err}: {}", source_text(&err))), None, false),
+        Err(err) => (
+            CaseOutcome::Failed(format!("{err}: {}", source_text(&err))),
+            None,
+            false,
+        ),
     }
 }
 
@@ -590,7 +637,10 @@ mod tests {
         let text = cases
             .iter()
             .map(|(name, tags)| {
-                format!("  - name: {name}\n    tags: [{}]\n    steps:\n      - version: {{}}\n", tags.join(", "))
+                format!(
+                    "  - name: {name}\n    tags: [{}]\n    steps:\n      - version: {{}}\n",
+                    tags.join(", ")
+                )
             })
             .collect::<String>();
         crate::suite::parse("s.yaml", &format!("suite: s\nabout: x\ncases:\n{text}")).unwrap()
@@ -608,7 +658,11 @@ mod tests {
         #[case] tags: &[&str],
         #[case] expected: &[&str],
     ) {
-        let suite = suite_with(&[("a-one", &["x"]), ("b-two", &["y"]), ("c-three", &["x", "y"])]);
+        let suite = suite_with(&[
+            ("a-one", &["x"]),
+            ("b-two", &["y"]),
+            ("c-three", &["x", "y"]),
+        ]);
         let filter = Filter {
             focus: focus.map(|f| Regex::new(f).unwrap()),
             skip: skip.map(|s| Regex::new(s).unwrap()),

@@ -39,8 +39,14 @@ impl Redactor {
     pub fn new(run_id: &str, namespace: &str, case_no: usize) -> Self {
         let mut redactor = Self::default();
         redactor.literal(namespace, "<namespace>");
-        redactor.literal(&format!("{}={run_id}", labels::RUN_ID), &format!("{}=<run>", labels::RUN_ID));
-        redactor.literal(&format!("{}={case_no}", labels::CASE), &format!("{}=<case>", labels::CASE));
+        redactor.literal(
+            &format!("{}={run_id}", labels::RUN_ID),
+            &format!("{}=<run>", labels::RUN_ID),
+        );
+        redactor.literal(
+            &format!("{}={case_no}", labels::CASE),
+            &format!("{}=<case>", labels::CASE),
+        );
         redactor.whole.insert(run_id.to_owned(), "<run>".to_owned());
         redactor
     }
@@ -112,7 +118,9 @@ impl Redactor {
     pub fn value(&self, value: Value) -> Value {
         match value {
             Value::String(text) => Value::String(self.text(&text)),
-            Value::Sequence(items) => Value::Sequence(items.into_iter().map(|v| self.value(v)).collect()),
+            Value::Sequence(items) => {
+                Value::Sequence(items.into_iter().map(|v| self.value(v)).collect())
+            }
             Value::Mapping(map) => {
                 let mut out = serde_yaml::Mapping::with_capacity(map.len());
                 for (key, value) in map {

@@ -65,7 +65,10 @@ pub enum SnapshotStatus {
 impl SnapshotStatus {
     /// True when the case must fail because of the snapshot.
     pub fn fails(&self) -> bool {
-        matches!(self, SnapshotStatus::Missing | SnapshotStatus::Changed { .. })
+        matches!(
+            self,
+            SnapshotStatus::Missing | SnapshotStatus::Changed { .. }
+        )
     }
 }
 
@@ -91,7 +94,8 @@ fn yaml_scalar(text: &str) -> String {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
         && !text.starts_with(['-', '.'])
-        && serde_yaml::from_str::<serde_yaml::Value>(text).ok() == Some(serde_yaml::Value::String(text.to_owned()));
+        && serde_yaml::from_str::<serde_yaml::Value>(text).ok()
+            == Some(serde_yaml::Value::String(text.to_owned()));
     if plain {
         text.to_owned()
     } else {
@@ -105,8 +109,8 @@ pub fn body(file: &str) -> &str {
     if let Some(after) = rest.strip_prefix("---\n") {
         if let Some(end) = after.find("\n---\n") {
             rest = &after[end + "\n---\n".len()..];
-        } else if after.starts_with("---\n") {
-            rest = &after["---\n".len()..];
+        } else if let Some(body) = after.strip_prefix("---\n") {
+            rest = body;
         }
     }
     rest
@@ -190,11 +194,18 @@ mod tests {
     fn the_rendered_file_is_what_insta_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = path(dir.path(), "mock", "latest-sandbox-ip", "one-sandbox");
-        let contents = render("suites/latest-sandbox-ip.yaml", "one-sandbox", "- call: x\n  result: 1\n\n");
+        let contents = render(
+            "suites/latest-sandbox-ip.yaml",
+            "one-sandbox",
+            "- call: x\n  result: 1\n\n",
+        );
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &contents).unwrap();
         let snapshot = insta::Snapshot::from_file(&path).unwrap();
-        assert_eq!(snapshot.metadata().source(), Some("suites/latest-sandbox-ip.yaml"));
+        assert_eq!(
+            snapshot.metadata().source(),
+            Some("suites/latest-sandbox-ip.yaml")
+        );
         assert_eq!(snapshot.metadata().expression(), Some("one-sandbox"));
         let text = snapshot.contents().as_text().unwrap().to_string();
         assert_eq!(text, "- call: x\n  result: 1");
@@ -207,7 +218,10 @@ mod tests {
     #[case::colon("a: b", "\"a: b\"")]
     #[case::looks_like_a_number("1.5", "\"1.5\"")]
     #[case::looks_like_a_bool("true", "\"true\"")]
-    fn header_values_are_quoted_only_when_yaml_needs_it(#[case] input: &str, #[case] expected: &str) {
+    fn header_values_are_quoted_only_when_yaml_needs_it(
+        #[case] input: &str,
+        #[case] expected: &str,
+    ) {
         assert_eq!(yaml_scalar(input), expected);
     }
 
@@ -218,14 +232,20 @@ mod tests {
         let status = check(&path, &render("s.yaml", "c", "a\n"), Policy::default()).unwrap();
         assert_eq!(status, SnapshotStatus::Written);
         assert!(!status.fails());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), render("s.yaml", "c", "a"));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            render("s.yaml", "c", "a")
+        );
     }
 
     #[test]
     fn a_missing_snapshot_fails_in_ci_and_leaves_a_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s__c.snap");
-        let policy = Policy { update: false, ci: true };
+        let policy = Policy {
+            update: false,
+            ci: true,
+        };
         let status = check(&path, &render("s.yaml", "c", "a"), policy).unwrap();
         assert_eq!(status, SnapshotStatus::Missing);
         assert!(status.fails());
@@ -237,13 +257,19 @@ mod tests {
     fn the_same_body_under_another_header_is_unchanged_and_clears_a_stale_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s__c.snap");
-        std::fs::write(&path, "---\nsource: tests/suites.rs\nexpression: body\n---\nline\n").unwrap();
+        std::fs::write(
+            &path,
+            "---\nsource: tests/suites.rs\nexpression: body\n---\nline\n",
+        )
+        .unwrap();
         std::fs::write(path.with_extension("snap.new"), "old").unwrap();
         let status = check(&path, &render("s.yaml", "c", "line\n\n"), Policy::default()).unwrap();
         assert_eq!(status, SnapshotStatus::Unchanged);
         assert!(!path.with_extension("snap.new").exists());
         // The stored file is left alone.
-        assert!(std::fs::read_to_string(&path).unwrap().contains("tests/suites.rs"));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("tests/suites.rs"));
     }
 
     #[test]
@@ -257,8 +283,14 @@ mod tests {
         };
         assert!(status.fails());
         assert!(diff.contains("-b\n+B\n"), "{diff}");
-        assert_eq!(std::fs::read_to_string(new_path).unwrap(), render("s.yaml", "c", "a\nB\nc"));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), render("s.yaml", "c", "a\nb\nc"));
+        assert_eq!(
+            std::fs::read_to_string(new_path).unwrap(),
+            render("s.yaml", "c", "a\nB\nc")
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            render("s.yaml", "c", "a\nb\nc")
+        );
     }
 
     #[test]
@@ -266,11 +298,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s__c.snap");
         std::fs::write(&path, render("s.yaml", "c", "a")).unwrap();
-        let policy = Policy { update: true, ci: true };
+        let policy = Policy {
+            update: true,
+            ci: true,
+        };
         let status = check(&path, &render("s.yaml", "c", "b"), policy).unwrap();
         assert!(matches!(status, SnapshotStatus::Updated { .. }));
         assert!(!status.fails());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), render("s.yaml", "c", "b"));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            render("s.yaml", "c", "b")
+        );
     }
 
     #[rstest]

@@ -42,5 +42,4 @@ mod tests {
             "register every suite file in src/suite/embedded.rs"
         );
     }
-
 }

@@ -128,9 +128,10 @@ pub fn load(extra: Option<&Path>) -> Loaded {
 /// Parses one suite file; `file` is how messages name it.
 pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
     // Steps are single-key maps (`- stop_sandbox: old`), not serde_yaml's `!tag` enums.
-    let raw: RawSuite =
-        serde_yaml::with::singleton_map_recursive::deserialize(serde_yaml::Deserializer::from_str(text))
-            .map_err(|err| parse_error(file, &err))?;
+    let raw: RawSuite = serde_yaml::with::singleton_map_recursive::deserialize(
+        serde_yaml::Deserializer::from_str(text),
+    )
+    .map_err(|err| parse_error(file, &err))?;
     let invalid = |line: usize, message: String| SuiteError::Invalid {
         file: file.to_owned(),
         line,
@@ -162,7 +163,9 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             ));
         }
         if !names.insert(raw_case.name.clone()) {
-            return Err(fail("another case of this suite has the same name".to_owned()));
+            return Err(fail(
+                "another case of this suite has the same name".to_owned(),
+            ));
         }
         let mut case = Case {
             name: raw_case.name.clone(),
@@ -247,9 +250,12 @@ fn find_line_from(text: &str, key: &str, value: &str, from: usize) -> Option<usi
 fn step_lines(text: &str, case_line: usize) -> Vec<usize> {
     let lines: Vec<&str> = text.lines().collect();
     let indent = |line: &str| line.len() - line.trim_start().len();
-    let Some(steps_at) = (case_line.saturating_sub(1)..lines.len())
-        .find(|&i| lines[i].trim_start().trim_start_matches("- ").starts_with("steps:"))
-    else {
+    let Some(steps_at) = (case_line.saturating_sub(1)..lines.len()).find(|&i| {
+        lines[i]
+            .trim_start()
+            .trim_start_matches("- ")
+            .starts_with("steps:")
+    }) else {
         return Vec::new();
     };
     let steps_indent = indent(lines[steps_at]);
@@ -357,10 +363,18 @@ fn pod_labels(labels: Option<&str>) -> Result<(), String> {
 fn check_case(case: &Case) -> Result<(), (Option<usize>, String)> {
     let mut aliases = Aliases::default();
     for (index, step) in case.steps.iter().enumerate() {
-        check_step(step, case.needs_mock_control(), &mut aliases)
-            .map_err(|message| (Some(index), format!("step {} `{}`: {message}", index + 1, step.name())))?;
+        check_step(step, case.needs_mock_control(), &mut aliases).map_err(|message| {
+            (
+                Some(index),
+                format!("step {} `{}`: {message}", index + 1, step.name()),
+            )
+        })?;
     }
-    if !case.steps.iter().any(|step| step.kind() == StepKind::Manager) {
+    if !case
+        .steps
+        .iter()
+        .any(|step| step.kind() == StepKind::Manager)
+    {
         return Err((None, "has no manager call, so it checks nothing".to_owned()));
     }
     Ok(())
@@ -602,7 +616,11 @@ cases:
             format!("suite: {replaced}\nabout: mine\ncases:\n  - name: only\n    steps:\n      - version: {{}}\n"),
         )
         .unwrap();
-        std::fs::write(dir.path().join("b.yaml"), "suite: b\nabout: x\ncases:\n  - name: c\n    steps:\n      - bogus: {}\n").unwrap();
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            "suite: b\nabout: x\ncases:\n  - name: c\n    steps:\n      - bogus: {}\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("notes.txt"), "not a suite").unwrap();
         let loaded = load(Some(dir.path()));
         assert_eq!(loaded.errors.len(), 1, "{:?}", loaded.errors);
