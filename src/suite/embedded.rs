@@ -19,6 +19,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "suites/network-teardown.yaml",
         include_str!("../../suites/network-teardown.yaml"),
     ),
+    (
+        "suites/pod-helpers.yaml",
+        include_str!("../../suites/pod-helpers.yaml"),
+    ),
 ];
 
 #[cfg(test)]
