@@ -17,6 +17,9 @@
 #   CRIH_POD_SUBNET     pod addresses (default 10.88.0.0/16, as the mock runtime's)
 #   CRIH_BIN            cri-harness binary (default: cargo build --release, target/release)
 #   CRIH_CNI_BIN        CNI plugin directory (default /usr/lib/cni, else /opt/cni/bin)
+#   CRIH_SOCKET_UID/GID owner of the CRI socket (default: the sudo caller, else root), so a
+#                       non-root test run can reach a containerd started with sudo
+#   CRIH_LOG_DIR        `down` copies containerd's, the registry's and ctr's logs here first
 set -euo pipefail
 
 STATE="${CRIH_STATE:-/tmp/cri-harness-containerd}"
@@ -28,6 +31,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SOCK="$STATE/containerd.sock"
 ENDPOINT="unix://$SOCK"
 REGISTRY="127.0.0.1:$PORT"
+SOCKET_UID="${CRIH_SOCKET_UID:-${SUDO_UID:-0}}"
+SOCKET_GID="${CRIH_SOCKET_GID:-${SUDO_GID:-0}}"
 SANDBOX_IMAGE="registry.k8s.io/pause:3.9"
 # Registry host namespaces that resolve to the local registry; `_default` catches any other.
 MIRRORED_HOSTS=(registry.k8s.io docker.io _default)
@@ -81,6 +86,17 @@ stop_pid() {
     rm -f "$pidfile"
 }
 
+# Waits until the process started in the background as pid $1 has exec'd binary $2 (nsenter
+# runs first), so live_pid does not take the moment before for an exit.
+await_exec() {
+    local pid="$1" name="$2"
+    for ((i = 0; i < 50; i++)); do
+        [[ -d "/proc/$pid" ]] || return 0
+        [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */"$name" ]] && return 0
+        sleep 0.1
+    done
+}
+
 cni_bin_dir() {
     local dir
     for dir in ${CRIH_CNI_BIN:-} /usr/lib/cni /opt/cni/bin; do
@@ -130,6 +146,8 @@ state = "$STATE/state"
 
 [grpc]
   address = "$SOCK"
+  uid = $SOCKET_UID
+  gid = $SOCKET_GID
 
 [ttrpc]
   address = "$STATE/containerd-ttrpc.sock"
@@ -231,6 +249,11 @@ EOF
 ensure_netns() {
     [[ -n "$NSPATH" ]] || return 0
     if [[ ! -e "$NSPATH" ]]; then
+        # `ip netns add` makes its directory a mount point on first use; down undoes that
+        # only if it was us.
+        if ! mountpoint -q /run/netns 2>/dev/null; then
+            touch "$STATE/netns-dir-mounted-by-us"
+        fi
         log "creating network namespace $NETNS (loopback only)"
         ip netns add "$NETNS"
     fi
@@ -256,6 +279,7 @@ start_registry() {
         "${IN_NS[@]}" docker-registry serve "$STATE/registry.yml" \
             </dev/null >>"$STATE/registry.log" 2>&1 &
         echo $! >"$STATE/registry.pid"
+        await_exec $! docker-registry
     fi
     for ((i = 0; i < 100; i++)); do
         registry_answers && return 0
@@ -297,6 +321,7 @@ start_containerd() {
     "${IN_NS[@]}" containerd --config "$STATE/config.toml" \
         </dev/null >>"$STATE/containerd.log" 2>&1 &
     echo $! >"$STATE/containerd.pid"
+    await_exec $! containerd
 }
 
 # True once the CRI service answers. `cri-harness version -r` is the real check; a binary
@@ -417,7 +442,7 @@ stop_shims() {
     local dir pid args ns id
     for dir in /proc/[0-9]*; do
         pid="${dir#/proc/}"
-        args="$(tr '\0' ' ' <"$dir/cmdline" 2>/dev/null)" || continue
+        args="$({ tr '\0' ' ' <"$dir/cmdline"; } 2>/dev/null)" || continue
         [[ "$args" == *containerd-shim* && "$args" == *"-address $SOCK "* ]] || continue
         log "killing leftover shim pid $pid"
         kill -KILL "$pid" 2>/dev/null || true
@@ -438,6 +463,11 @@ cmd_down() {
     stop_pid "$STATE/containerd.pid" containerd 10
     # Checked again over the whole run, before the logs go with STATE.
     check_registry_hosts || hermetic=1
+    if [[ -n "${CRIH_LOG_DIR:-}" ]]; then
+        mkdir -p "$CRIH_LOG_DIR"
+        cp "$STATE"/*.log "$CRIH_LOG_DIR"/ 2>/dev/null || true
+        [[ -z "${SUDO_UID:-}" ]] || chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$CRIH_LOG_DIR"
+    fi
     # Containers whose shim was gone: runc still knows them under our root.
     if [[ -d "$STATE/runc/k8s.io" ]] && command -v runc >/dev/null; then
         local id
@@ -461,6 +491,10 @@ cmd_down() {
     if [[ -n "$NSPATH" ]]; then
         # Deleting the namespace takes the bridge and any veth with it.
         [[ -e "$NSPATH" ]] && { ip netns delete "$NETNS" || log "cannot delete netns $NETNS"; }
+        if [[ -e "$STATE/netns-dir-mounted-by-us" && -z "$(ls -A /run/netns 2>/dev/null)" ]]; then
+            umount /run/netns 2>/dev/null || true
+            rmdir /run/netns 2>/dev/null || true
+        fi
     elif ip link show "$BRIDGE" >/dev/null 2>&1; then
         ip link delete "$BRIDGE" || log "cannot delete bridge $BRIDGE"
     fi
