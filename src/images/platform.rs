@@ -166,6 +166,12 @@ pub(crate) fn elf64(machine: u16, program_types: &[u32]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    /// Writes a skip line past the test harness's capture of `eprintln!`, so it is seen.
+    fn skip(line: std::fmt::Arguments<'_>) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+
     use rstest::rstest;
 
     use super::*;
@@ -208,7 +214,7 @@ mod tests {
     fn this_machines_busybox_matches_the_build_target_when_installed() {
         let path = Path::new(super::super::DEFAULT_BUSYBOX);
         let Ok(bytes) = std::fs::read(path) else {
-            eprintln!("skipped: {} is absent", path.display());
+            skip(format_args!("skipped: {} is absent", path.display()));
             return;
         };
         let expected = match std::env::consts::ARCH {
@@ -219,7 +225,10 @@ mod tests {
         match inspect(path, &bytes) {
             Ok(platform) => assert_eq!(platform.architecture, expected),
             Err(ImageError::DynamicBinary { .. }) => {
-                eprintln!("skipped: {} is not a static busybox", path.display());
+                skip(format_args!(
+                    "skipped: {} is not a static busybox",
+                    path.display()
+                ));
             }
             Err(err) => panic!("{err}"),
         }
