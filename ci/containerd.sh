@@ -19,7 +19,7 @@
 #   CRIH_CNI_BIN        CNI plugin directory (default /usr/lib/cni, else /opt/cni/bin)
 #   CRIH_SOCKET_UID/GID owner of the CRI socket (default: the sudo caller, else root), so a
 #                       non-root test run can reach a containerd started with sudo
-#   CRIH_LOG_DIR        `down` copies containerd's, the registry's and ctr's logs here first
+#   CRIH_LOG_DIR        `down` copies containerd's and the registry's logs here first
 set -euo pipefail
 
 STATE="${CRIH_STATE:-/tmp/cri-harness-containerd}"
@@ -348,14 +348,11 @@ wait_cri() {
     die "containerd's CRI did not answer within 60 s; see $STATE/containerd.log"
 }
 
-# Fails if containerd's log (or ctr's, for the pulls `up` makes) shows a registry host tried
-# other than the local one, or a hosts.toml containerd could not use (after which it falls back
-# to the real host).
+# Fails if containerd's log shows a registry host tried other than the local one, or a
+# hosts.toml containerd could not use (after which it falls back to the real host).
 check_registry_hosts() {
     local logs=() tried
-    for f in "$STATE/containerd.log" "$STATE/ctr-pull.log"; do
-        [[ -f "$f" ]] && logs+=("$f")
-    done
+    [[ -f "$STATE/containerd.log" ]] && logs+=("$STATE/containerd.log")
     ((${#logs[@]})) || return 0
     tried="$(cat "${logs[@]}" | grep -oE '(host|url)="?(https?://)?[^"/ ]+' |
         sed -E 's/^(host|url)="?(https?:\/\/)?//' | sort -u |
@@ -370,16 +367,13 @@ check_registry_hosts() {
     fi
 }
 
-# Pulls every catalogue image into containerd's k8s.io namespace with ctr, through the same
-# hosts.toml files as CRI, so a wrong mirror setup fails here rather than in the first case;
-# ctr's own resolver log lines are kept for check_registry_hosts.
+# Pulls every catalogue image through CRI, as the kubelet would, so a wrong mirror setup fails
+# here rather than in the first case, and the suites find the images with their repo digests.
 pull_images() {
-    local bin="$1" ref
-    for ref in $("$bin" images list); do
-        "${IN_NS[@]}" ctr --debug --address "$SOCK" -n k8s.io images pull \
-            --hosts-dir "$STATE/certs.d" "$ref" >>"$STATE/ctr-pull.log" 2>&1 ||
-            die "cannot pull $ref from the local registry; see $STATE/ctr-pull.log"
-    done
+    local bin="$1"
+    log "pulling the test images through CRI"
+    "$bin" images pull -r "$ENDPOINT" --timeout 60s >&2 ||
+        die "cannot pull the test images from the local registry; see $STATE/containerd.log"
 }
 
 cmd_up() {

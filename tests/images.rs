@@ -192,3 +192,33 @@ fn images_push_refuses_a_registry_given_as_a_url() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("HOST:PORT"), "{stderr}");
 }
+
+#[test]
+fn images_pull_puts_every_catalogue_image_in_the_runtime() {
+    // Against a real runtime only (CI exports the endpoint after ci/containerd.sh up).
+    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped images_pull: CONTAINER_RUNTIME_ENDPOINT is not set"
+        );
+        return;
+    };
+    let output = cli(&["images", "pull", "-r", &endpoint, "--timeout", "60s"]);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), images::catalogue().len(), "{stdout}");
+    for (line, image) in lines.iter().zip(images::catalogue()) {
+        let (reference, id) = line.split_once(' ').unwrap();
+        assert_eq!(reference, image.reference);
+        assert!(id.starts_with("sha256:"), "{line}");
+    }
+}
+
+#[test]
+fn images_pull_from_a_missing_socket_names_it() {
+    let output = cli(&["images", "pull", "-r", "unix:///nonexistent/cri.sock"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent/cri.sock"), "{stderr}");
+}

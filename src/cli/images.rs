@@ -1,6 +1,6 @@
-//! `cri-harness images`: lists the images the suites need, writes them as OCI layouts, or pushes
-//! them to a registry with skopeo, all from a local static busybox and without downloads, so CI
-//! and vendors can mirror the suite's images on a machine with no internet.
+//! `cri-harness images`: lists the images the suites need, writes them as OCI layouts or pushes
+//! them to a registry with skopeo (all from a local static busybox, without downloads), and
+//! pulls them into a runtime through CRI, so CI and vendors can mirror them with no internet.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
+use super::common::EndpointArgs;
 use crate::images::{self, BuiltImage, Busybox, DEFAULT_BUSYBOX};
 
 /// Arguments of `cri-harness images`.
@@ -44,6 +45,12 @@ enum ImagesCommand {
         /// The skopeo program to push with.
         #[arg(long, value_name = "PATH", default_value = "skopeo")]
         skopeo: PathBuf,
+    },
+    /// Pull every image into a runtime with CRI PullImage, as the kubelet would, and print
+    /// the image id the runtime answers for each.
+    Pull {
+        #[command(flatten)]
+        endpoints: EndpointArgs,
     },
 }
 
@@ -82,6 +89,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             source,
             skopeo,
         } => push(&registry, &source.busybox, &skopeo).await?,
+        ImagesCommand::Pull { endpoints } => {
+            let client = endpoints.connect().await?;
+            for image in images::catalogue() {
+                let id = client
+                    .pull_image(image.reference)
+                    .await
+                    .with_context(|| format!("cannot pull {}", image.reference))?;
+                println!("{} {id}", image.reference);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
