@@ -229,15 +229,15 @@ async fn labelled_sandbox(client: &CriClient, name: &str, run_id: Option<&str>) 
         ..Default::default()
     };
     let sandbox = client.run_pod_sandbox(config.clone(), "").await.unwrap();
-    let image = runner::resolve_image("busybox");
-    client.pull_image(image).await.unwrap();
+    let image = cri_harness::images::resolve("busybox");
+    client.pull_image(&image).await.unwrap();
     let container = v1::ContainerConfig {
         metadata: Some(v1::ContainerMetadata {
             name: "app".to_owned(),
             attempt: 0,
         }),
         image: Some(v1::ImageSpec {
-            image: image.to_owned(),
+            image,
             ..Default::default()
         }),
         labels: sandbox_labels,

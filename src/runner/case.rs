@@ -13,31 +13,19 @@ use tonic::transport::Channel;
 
 use super::redact::Redactor;
 use crate::cri::{labels, v1, CallError, CallLog, CriClient};
+use crate::images;
 use crate::manager::{
     self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, ManagerError, Pod,
     PodSpec, PodSyncResult, RecordingNetworkPlugin, SyncAction,
 };
 use crate::mock::control_api;
 use crate::mock::control_api::mock_control_client::MockControlClient;
-use crate::suite::step::{self, ErrorExpect, ErrorKind, IpExpect, Step, BUSYBOX};
+use crate::suite::step::{self, ErrorExpect, ErrorKind, IpExpect, Step};
 use crate::suite::Case;
-
-/// The image `busybox` stands for in suites.
-// TODO(images): use `crate::images::resolve` once the images module lands.
-const BUSYBOX_IMAGE: &str = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1";
 
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
 /// has no handler for), so stopping takes no grace period.
 const DEFAULT_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
-
-/// Resolves an image symbol used in suites to a reference.
-pub fn resolve_image(symbol: &str) -> &str {
-    if symbol == BUSYBOX {
-        BUSYBOX_IMAGE
-    } else {
-        symbol
-    }
-}
 
 /// The pod UID a case gives a pod alias (`""` stays empty: the pod of unlabelled containers).
 pub fn pod_uid(run_id: &str, case_no: usize, pod: &str) -> String {
@@ -302,7 +290,7 @@ impl<'a> CaseRun<'a> {
     // ----- setup -----
 
     async fn pull(&mut self, symbol: &str) -> Result<(), StepError> {
-        let image = resolve_image(symbol).to_owned();
+        let image = images::resolve(symbol);
         if self.pulled.contains(&image) {
             return Ok(());
         }
@@ -399,7 +387,7 @@ impl<'a> CaseRun<'a> {
                 attempt: c.attempt,
             }),
             image: Some(v1::ImageSpec {
-                image: resolve_image(&c.image).to_owned(),
+                image: images::resolve(&c.image),
                 ..Default::default()
             }),
             command,
@@ -580,7 +568,9 @@ impl<'a> CaseRun<'a> {
         container_labels.extend(c.labels.clone());
         v1::ContainerStatus {
             id: self.made_up_id(&c.alias),
-            metadata: c.metadata.then_some(v1::ContainerMetadata { name, attempt: 0 }),
+            metadata: c
+                .metadata
+                .then_some(v1::ContainerMetadata { name, attempt: 0 }),
             state: match c.state {
                 step::ContainerState::Created => v1::ContainerState::ContainerCreated,
                 step::ContainerState::Running => v1::ContainerState::ContainerRunning,
@@ -589,10 +579,10 @@ impl<'a> CaseRun<'a> {
             } as i32,
             created_at: seed_time(c.created_at),
             image: Some(v1::ImageSpec {
-                image: resolve_image(&c.image).to_owned(),
+                image: images::resolve(&c.image),
                 ..Default::default()
             }),
-            image_ref: resolve_image(&c.image).to_owned(),
+            image_ref: images::resolve(&c.image),
             labels: container_labels,
             ..Default::default()
         }
@@ -1441,13 +1431,6 @@ mod tests {
             (Err(a), Err(e)) => assert!(a.contains(e), "{a:?} lacks {e:?}"),
             (a, e) => panic!("got {a:?}, expected {e:?}"),
         }
-    }
-
-    #[rstest]
-    #[case::busybox_symbol("busybox", BUSYBOX_IMAGE)]
-    #[case::full_reference("docker.io/library/alpine:3", "docker.io/library/alpine:3")]
-    fn image_symbols_resolve(#[case] symbol: &str, #[case] expected: &str) {
-        assert_eq!(resolve_image(symbol), expected);
     }
 
     #[test]

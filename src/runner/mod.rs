@@ -17,7 +17,7 @@ use regex::Regex;
 use serde::Serialize;
 use tokio::sync::watch;
 
-pub use case::{namespace, pod_uid, resolve_image};
+pub use case::{namespace, pod_uid};
 
 use self::case::{CaseRun, Env};
 use self::snapshot::{Policy, SnapshotStatus};
