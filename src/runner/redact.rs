@@ -65,6 +65,15 @@ impl Redactor {
         }
     }
 
+    /// The runtime's name (the manager's runtime type, in every container id), as `<runtime>`
+    /// wherever a whole value equals it, so one case's snapshots on different runtimes differ
+    /// only where the runtimes behave differently.
+    pub fn runtime(&mut self, name: &str) {
+        if !name.is_empty() {
+            self.whole.insert(name.to_owned(), "<runtime>".to_owned());
+        }
+    }
+
     /// A sandbox id known by its alias.
     pub fn sandbox(&mut self, id: &str, alias: &str) {
         self.literal(id, &format!("<sandbox:{alias}>"));
@@ -176,6 +185,7 @@ mod tests {
         r.pod("r1x-3-web", "web");
         r.pod("r1x-3-web-2", "web-2");
         r.ip("10.88.0.2", "old");
+        r.runtime("containerd");
         r
     }
 
@@ -192,6 +202,8 @@ mod tests {
     #[case::unknown_ip("ip 10.88.0.9 here", "ip <ip> here")]
     #[case::not_an_ip("version 0.1.0", "version 0.1.0")]
     #[case::run_id_whole("r1x", "<run>")]
+    #[case::runtime_name_whole("containerd", "<runtime>")]
+    #[case::runtime_name_inside_text_is_left("containerd 1.6", "containerd 1.6")]
     #[case::run_id_inside_other_text_is_left("r1xyz", "r1xyz")]
     #[case::run_label_in_a_summary(
         "label_selector={cri-harness.io/run-id=r1x}",

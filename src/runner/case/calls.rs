@@ -70,6 +70,9 @@ impl CaseRun<'_> {
     ) -> Result<(), StepError> {
         let result =
             KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
+        if let Ok(manager) = &result {
+            self.redactor.runtime(manager.runtime_type());
+        }
         let outcome = match &result {
             Ok(m) => Ok(yaml(&BTreeMap::from([("runtime_type", m.runtime_type())]))),
             Err(err) => Err(err.to_string()),
