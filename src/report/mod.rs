@@ -78,6 +78,23 @@ pub fn epilogue(report: &RunReport) -> String {
             }
         }
     }
+    let written: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c.snapshot
+                .as_ref()
+                .is_some_and(|s| s.status == crate::runner::snapshot::SnapshotStatus::Written)
+        })
+        .collect();
+    if !written.is_empty() {
+        let _ = writeln!(out, "\nwrote {} new snapshots:", written.len());
+        for case in written {
+            if let Some(snapshot) = &case.snapshot {
+                let _ = writeln!(out, "  {}", snapshot.path.display());
+            }
+        }
+    }
     for error in &report.errors {
         let _ = writeln!(out, "error: {error}");
     }
