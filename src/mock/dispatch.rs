@@ -94,3 +94,49 @@ impl Drop for Pending<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cri::v1;
+
+    #[tokio::test]
+    async fn a_delayed_call_shows_in_flight_then_cancelled_when_its_client_leaves() {
+        let mock = MockRuntime::new();
+        let hour = Duration::from_secs(3600);
+        mock.lock().faults.inject_latency("Version", hour, 1);
+        let request = Request::new(v1::VersionRequest::default());
+        let mut call =
+            Box::pin(mock.dispatch("Version", request, |inner, _| Ok(inner.version.clone())));
+        assert!(futures::poll!(call.as_mut()).is_pending());
+        let in_flight = mock.lock().log.read(false)[0].code;
+        drop(call);
+        let record = mock.lock().log.read(false).remove(0);
+        assert_eq!(in_flight, tonic::Code::Unknown as i32);
+        assert_eq!(
+            (record.code, record.message.as_str()),
+            (tonic::Code::Cancelled as i32, CANCELLED_MESSAGE)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_injected_error_skips_the_handler() {
+        let mock = MockRuntime::new();
+        let status = tonic::Code::NotFound;
+        mock.lock()
+            .faults
+            .inject_error("Version", status, "gone".into(), 1);
+        let mut handled = false;
+        let request = Request::new(v1::VersionRequest::default());
+        let answer = mock
+            .dispatch("Version", request, |inner, _| {
+                handled = true;
+                Ok(inner.version.clone())
+            })
+            .await;
+        assert_eq!(answer.map_err(|s| s.code()).err(), Some(status));
+        assert!(!handled);
+    }
+}
