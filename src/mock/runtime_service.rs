@@ -304,15 +304,11 @@ fn create_container(
         .and_then(|c| c.metadata.clone())
         .or_else(|| sandbox.metadata.clone())
         .unwrap_or_default();
-    let image = state
-        .images
-        .get(find_image(&state.images, &image_spec.image).ok_or_else(|| {
-            RpcError::ImageNotFound {
-                image: image_spec.image.clone(),
-            }
-        })?)
-        .cloned()
-        .unwrap_or_default();
+    let image = find_image(&state.images, &image_spec.image)
+        .map(|index| state.images[index].clone())
+        .ok_or_else(|| RpcError::ImageNotFound {
+            image: image_spec.image.clone(),
+        })?;
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;

@@ -240,11 +240,10 @@ impl State {
         if let Some(name) = &sandbox.name {
             self.sandbox_names.remove(name);
         }
-        let (gone, kept) = std::mem::take(&mut self.containers)
+        let (gone, kept): (Vec<Container>, Vec<Container>) = std::mem::take(&mut self.containers)
             .into_iter()
             .partition(|c| c.pod_sandbox_id == sandbox.status.id);
         self.containers = kept;
-        let gone: Vec<Container> = gone;
         for container in gone {
             if let Some(name) = &container.name {
                 self.container_names.remove(name);
