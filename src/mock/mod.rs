@@ -21,25 +21,8 @@ pub use server::MockServer;
 
 use crate::cri::v1;
 
-/// Generated code for the mock's control service (`proto/criharness/mock/v1/control.proto`).
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod control_api {
-    // prost names the `runtime.v1` types the control schema imports relative to its own
-    // package (three `super`s up from `criharness.mock.v1`), so the generated code sits at that
-    // depth with a `runtime` module beside it instead of patching its output.
-    mod criharness {
-        pub mod mock {
-            pub mod v1 {
-                tonic::include_proto!("criharness.mock.v1");
-            }
-        }
-    }
-    mod runtime {
-        pub use crate::cri::v1;
-    }
-
-    pub use criharness::mock::v1::*;
-}
+/// The mock's control service (`proto/criharness/mock/v1/control.proto`), generated.
+pub use crate::cri::generated::criharness::mock::v1 as control_api;
 
 /// The mock runtime: every clone shares the same objects, clock, injected faults and call log,
 /// so one instance can be served on several transports at once.

@@ -1,0 +1,483 @@
+//! Writes a test image as an OCI image layout directory (`oci-layout`, `index.json`,
+//! `blobs/sha256/...`): one uncompressed layer with the busybox root filesystem, a config, a
+//! manifest and an index naming the tag, every document encoded the same way on every run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::platform::{self, Platform};
+use super::tar::TarTree;
+use super::{ImageError, TestImage, APPLETS, IMAGE_PATH};
+
+/// OCI media types of the documents and the layer this writer produces.
+const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const MEDIA_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+/// Uncompressed, so the digest depends on nothing but the files (no compressor version).
+const MEDIA_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
+
+/// Accounts the images know, so `id` and user lookups by name work in test containers.
+const PASSWD: &str =
+    "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n";
+const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
+
+/// A static busybox binary read into memory, with the platform its ELF header names.
+#[derive(Debug, Clone)]
+pub struct Busybox {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    platform: Platform,
+}
+
+impl Busybox {
+    /// Reads and checks the binary at `path` (see [`Busybox::from_bytes`]).
+    pub fn load(path: &Path) -> Result<Self, ImageError> {
+        let bytes = std::fs::read(path).map_err(|source| ImageError::ReadBusybox {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(path, bytes)
+    }
+
+    /// Takes `bytes` read from `path`; fails unless they are a static ELF executable for a
+    /// known architecture.
+    pub fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Self, ImageError> {
+        let path = path.into();
+        let platform = platform::inspect(&path, &bytes)?;
+        Ok(Self {
+            path,
+            bytes,
+            platform,
+        })
+    }
+
+    /// Where the binary was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The platform the binary is built for.
+    pub fn platform(&self) -> Platform {
+        self.platform
+    }
+}
+
+/// A content descriptor: what a manifest or index points at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    /// The blob's media type.
+    pub media_type: &'static str,
+    /// `sha256:<hex>` of the blob.
+    pub digest: String,
+    /// The blob's length in bytes.
+    pub size: u64,
+}
+
+/// What [`build_layout`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltImage {
+    /// The catalogue entry built.
+    pub image: TestImage,
+    /// The OCI layout directory.
+    pub layout: PathBuf,
+    /// The platform of the config and index entry.
+    pub platform: Platform,
+    /// The manifest: its digest is the image's digest.
+    pub manifest: Descriptor,
+    /// The image config.
+    pub config: Descriptor,
+    /// The one layer (uncompressed, so its digest is also its diff id).
+    pub layer: Descriptor,
+}
+
+/// Builds every catalogue image into its own layout directory `out/<name>`.
+pub fn build_all(busybox: &Busybox, out: &Path) -> Result<Vec<BuiltImage>, ImageError> {
+    super::catalogue()
+        .iter()
+        .map(|image| build_layout(image, busybox, &out.join(image.name)))
+        .collect()
+}
+
+/// Writes `image` as an OCI layout in `dir` (created if missing; files of an earlier build are
+/// overwritten, stray blobs left alone). The index tags the manifest with the reference's tag,
+/// so `skopeo copy oci:DIR:TAG ...` finds it.
+pub fn build_layout(
+    image: &TestImage,
+    busybox: &Busybox,
+    dir: &Path,
+) -> Result<BuiltImage, ImageError> {
+    let blobs = dir.join("blobs").join("sha256");
+    std::fs::create_dir_all(&blobs).map_err(|source| ImageError::Write {
+        path: blobs.clone(),
+        source,
+    })?;
+
+    let layer = write_blob(&blobs, MEDIA_LAYER, &rootfs(busybox).to_bytes()?)?;
+    let config = ImageConfig {
+        architecture: busybox.platform.architecture,
+        os: busybox.platform.os,
+        config: RunConfig {
+            env: vec![format!("PATH={IMAGE_PATH}")],
+            entrypoint: image.entrypoint,
+            cmd: image.cmd,
+        },
+        rootfs: RootFs {
+            kind: "layers",
+            diff_ids: vec![layer.digest.clone()],
+        },
+        history: vec![History {
+            created_by: "cri-harness images build",
+        }],
+    };
+    let config = write_blob(&blobs, MEDIA_CONFIG, &encode(&config, "config", image)?)?;
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: MEDIA_MANIFEST,
+        config: &config,
+        layers: vec![&layer],
+    };
+    let manifest = write_blob(
+        &blobs,
+        MEDIA_MANIFEST,
+        &encode(&manifest, "manifest", image)?,
+    )?;
+    let index = Index {
+        schema_version: 2,
+        media_type: MEDIA_INDEX,
+        manifests: vec![IndexEntry {
+            descriptor: &manifest,
+            platform: PlatformJson {
+                architecture: busybox.platform.architecture,
+                os: busybox.platform.os,
+            },
+            annotations: BTreeMap::from([
+                ("io.containerd.image.name", image.reference),
+                ("org.opencontainers.image.ref.name", image.tag()),
+            ]),
+        }],
+    };
+    write_file(&dir.join("index.json"), &encode(&index, "index", image)?)?;
+    write_file(
+        &dir.join("oci-layout"),
+        br#"{"imageLayoutVersion":"1.0.0"}"#,
+    )?;
+    Ok(BuiltImage {
+        image: *image,
+        layout: dir.to_owned(),
+        platform: busybox.platform,
+        manifest,
+        config,
+        layer,
+    })
+}
+
+/// The root filesystem every test image shares: busybox, its applet links, the usual mount
+/// points (runc mounts over them) and minimal account files.
+fn rootfs(busybox: &Busybox) -> TarTree {
+    let mut tree = TarTree::new();
+    for (dir, mode) in [
+        ("bin", 0o755),
+        ("dev", 0o755),
+        ("etc", 0o755),
+        ("proc", 0o555),
+        ("root", 0o700),
+        ("sys", 0o555),
+        ("tmp", 0o1777),
+        ("var", 0o755),
+    ] {
+        tree.directory(dir, mode);
+    }
+    tree.file("bin/busybox", 0o755, busybox.bytes.clone());
+    for applet in APPLETS {
+        tree.symlink(&format!("bin/{applet}"), "busybox");
+    }
+    tree.file("etc/passwd", 0o644, PASSWD.as_bytes().to_vec());
+    tree.file("etc/group", 0o644, GROUP.as_bytes().to_vec());
+    tree
+}
+
+fn encode<T: Serialize>(
+    document: &T,
+    name: &'static str,
+    image: &TestImage,
+) -> Result<Vec<u8>, ImageError> {
+    serde_json::to_vec(document).map_err(|source| ImageError::Json {
+        document: name,
+        image: image.reference,
+        source,
+    })
+}
+
+/// Stores `bytes` under their digest in `blobs` and describes them.
+fn write_blob(
+    blobs: &Path,
+    media_type: &'static str,
+    bytes: &[u8],
+) -> Result<Descriptor, ImageError> {
+    let hex = hex::encode(Sha256::digest(bytes));
+    write_file(&blobs.join(&hex), bytes)?;
+    Ok(Descriptor {
+        media_type,
+        digest: format!("sha256:{hex}"),
+        size: bytes.len() as u64,
+    })
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
+    std::fs::write(path, bytes).map_err(|source| ImageError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The image config document; field order is fixed by declaration, so the bytes are stable.
+#[derive(Serialize)]
+struct ImageConfig<'a> {
+    architecture: &'a str,
+    os: &'a str,
+    config: RunConfig<'a>,
+    rootfs: RootFs,
+    history: Vec<History>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct RunConfig<'a> {
+    env: Vec<String>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    entrypoint: &'a [&'a str],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    cmd: &'a [&'a str],
+}
+
+#[derive(Serialize)]
+struct RootFs {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    diff_ids: Vec<String>,
+}
+
+/// A history entry without `created`: a timestamp would change the digest on every build.
+#[derive(Serialize)]
+struct History {
+    created_by: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Manifest<'a> {
+    schema_version: u32,
+    media_type: &'static str,
+    config: &'a Descriptor,
+    layers: Vec<&'a Descriptor>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Index<'a> {
+    schema_version: u32,
+    media_type: &'static str,
+    manifests: Vec<IndexEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct IndexEntry<'a> {
+    #[serde(flatten)]
+    descriptor: &'a Descriptor,
+    platform: PlatformJson<'a>,
+    annotations: BTreeMap<&'static str, &'static str>,
+}
+
+#[derive(Serialize)]
+struct PlatformJson<'a> {
+    architecture: &'a str,
+    os: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::super::{catalogue, find};
+    use super::*;
+
+    /// A synthetic static x86-64 "busybox": enough for the writer, which never runs it.
+    fn fake_busybox(payload: &[u8]) -> Busybox {
+        let mut bytes = platform::elf64(0x3e, &[1]);
+        bytes.extend_from_slice(payload);
+        Busybox::from_bytes("/fake/busybox", bytes).unwrap()
+    }
+
+    fn read_json(path: &Path) -> Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn blob(layout: &Path, digest: &str) -> Vec<u8> {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        std::fs::read(layout.join("blobs/sha256").join(hex)).unwrap()
+    }
+
+    fn all_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut files = BTreeMap::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(next) = stack.pop() {
+            for entry in std::fs::read_dir(&next).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).unwrap();
+                    files.insert(path.strip_prefix(dir).unwrap().to_owned(), bytes);
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn two_builds_write_identical_bytes_and_digests() {
+        let busybox = fake_busybox(b"payload");
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = build_all(&busybox, first.path()).unwrap();
+        let b = build_all(&busybox, second.path()).unwrap();
+        let digests = |built: &[BuiltImage]| {
+            built
+                .iter()
+                .map(|i| i.manifest.digest.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(digests(&a), digests(&b));
+        assert_eq!(all_files(first.path()), all_files(second.path()));
+    }
+
+    #[test]
+    fn a_different_binary_gives_a_different_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("busybox").unwrap();
+        let one = build_layout(image, &fake_busybox(b"one"), &dir.path().join("1")).unwrap();
+        let two = build_layout(image, &fake_busybox(b"two"), &dir.path().join("2")).unwrap();
+        assert_ne!(one.layer.digest, two.layer.digest);
+        assert_ne!(one.manifest.digest, two.manifest.digest);
+    }
+
+    #[test]
+    fn images_share_the_layer_but_not_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = build_all(&fake_busybox(b"payload"), dir.path()).unwrap();
+        assert_eq!(built.len(), catalogue().len());
+        assert_eq!(built[0].layer, built[1].layer);
+        assert_ne!(built[0].config, built[1].config);
+    }
+
+    #[test]
+    fn layout_has_the_oci_shape_and_tags_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("pause").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+
+        assert_eq!(
+            read_json(&dir.path().join("oci-layout")),
+            serde_json::json!({"imageLayoutVersion": "1.0.0"})
+        );
+        let index = read_json(&dir.path().join("index.json"));
+        assert_eq!(
+            index,
+            serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": MEDIA_INDEX,
+                "manifests": [{
+                    "mediaType": MEDIA_MANIFEST,
+                    "digest": built.manifest.digest,
+                    "size": built.manifest.size,
+                    "platform": {"architecture": "amd64", "os": "linux"},
+                    "annotations": {
+                        "io.containerd.image.name": "registry.k8s.io/pause:3.9",
+                        "org.opencontainers.image.ref.name": "3.9",
+                    },
+                }],
+            })
+        );
+    }
+
+    #[test]
+    fn manifest_points_at_the_config_and_one_uncompressed_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("busybox").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+        let manifest: Value =
+            serde_json::from_slice(&blob(dir.path(), &built.manifest.digest)).unwrap();
+        assert_eq!(
+            manifest,
+            serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": MEDIA_MANIFEST,
+                "config": {"mediaType": MEDIA_CONFIG, "digest": built.config.digest, "size": built.config.size},
+                "layers": [{"mediaType": MEDIA_LAYER, "digest": built.layer.digest, "size": built.layer.size}],
+            })
+        );
+    }
+
+    #[test]
+    fn config_names_platform_command_and_the_layer_as_diff_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("pause").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+        let config: Value =
+            serde_json::from_slice(&blob(dir.path(), &built.config.digest)).unwrap();
+        assert_eq!(
+            config,
+            serde_json::json!({
+                "architecture": "amd64",
+                "os": "linux",
+                "config": {
+                    "Env": [format!("PATH={IMAGE_PATH}")],
+                    "Entrypoint": ["/bin/sleep", "2147483647"],
+                },
+                "rootfs": {"type": "layers", "diff_ids": [built.layer.digest]},
+                "history": [{"created_by": "cri-harness images build"}],
+            })
+        );
+    }
+
+    #[test]
+    fn every_blob_is_stored_under_its_own_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("busybox").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+        for descriptor in [&built.manifest, &built.config, &built.layer] {
+            let bytes = blob(dir.path(), &descriptor.digest);
+            assert_eq!(bytes.len() as u64, descriptor.size);
+            let actual = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+            assert_eq!(actual, descriptor.digest);
+        }
+    }
+
+    #[test]
+    fn rootfs_links_every_applet_to_busybox_under_bin() {
+        let tree = rootfs(&fake_busybox(b"payload"));
+        let paths: Vec<&str> = tree.paths().collect();
+        for applet in APPLETS {
+            assert!(
+                paths.contains(&format!("bin/{applet}").as_str()),
+                "{applet}"
+            );
+        }
+        for expected in ["bin/", "bin/busybox", "etc/passwd", "proc/", "tmp/"] {
+            assert!(paths.contains(&expected), "{expected}");
+        }
+    }
+
+    #[test]
+    fn an_unwritable_destination_names_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, b"").unwrap();
+        let err = build_layout(find("pause").unwrap(), &fake_busybox(b"x"), &file).unwrap_err();
+        assert!(matches!(err, ImageError::Write { .. }), "{err}");
+        assert!(err.to_string().contains("not-a-dir"), "{err}");
+    }
+}
