@@ -4,7 +4,7 @@
 use crate::cri::CallError;
 
 /// A manager call that failed.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
     /// The runtime answered `Version` with an API version other than [`super::KUBE_RUNTIME_API_VERSION`].
     #[error("runtime api version is not supported: runtime answered version {version:?}, the manager speaks {expected:?}", expected = super::KUBE_RUNTIME_API_VERSION)]

@@ -181,7 +181,10 @@ mod tests {
         #[case] grace_override: Option<i64>,
         #[case] expected: i64,
     ) {
-        assert_eq!(grace_period_seconds(deletion, termination, grace_override), expected);
+        assert_eq!(
+            grace_period_seconds(deletion, termination, grace_override),
+            expected
+        );
     }
 
     fn status_with(options: Option<v1::NamespaceOption>) -> v1::PodSandboxStatus {

@@ -138,3 +138,52 @@ impl KubeGenericRuntimeManager {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A manager over a channel that is never used: enough for the calls that make no RPC.
+    fn offline_manager() -> KubeGenericRuntimeManager {
+        let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:9").connect_lazy();
+        KubeGenericRuntimeManager {
+            client: CriClient::new(channel.clone(), channel, "offline", Duration::from_secs(1)),
+            network: Arc::new(NoopNetworkPlugin),
+            runtime_name: "mock".to_owned(),
+        }
+    }
+
+    fn sandbox(id: &str) -> Container {
+        Container {
+            id: ContainerId {
+                r#type: "mock".to_owned(),
+                id: id.to_owned(),
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn pod_container_id_is_the_first_listed_sandbox() {
+        let pod = Pod {
+            sandboxes: vec![sandbox("s2"), sandbox("s1")],
+            ..Default::default()
+        };
+        let id = offline_manager().get_pod_container_id(&pod).unwrap();
+        assert_eq!(id.id, "s2");
+        assert_eq!(id.r#type, "mock");
+    }
+
+    #[tokio::test]
+    async fn pod_container_id_without_sandboxes_names_the_pod() {
+        let pod = Pod {
+            name: "web".to_owned(),
+            namespace: "prod".to_owned(),
+            ..Default::default()
+        };
+        let err = offline_manager().get_pod_container_id(&pod).unwrap_err();
+        assert!(matches!(&err, ManagerError::PodSandboxesNotFound { pod } if pod == "web_prod"));
+        assert_eq!(err.to_string(), r#"sandboxes for pod "web_prod" not found"#);
+    }
+}

@@ -30,7 +30,10 @@ impl KubeGenericRuntimeManager {
         let sandbox = found.first().ok_or_else(|| ManagerError::SandboxNotFound {
             id: sandbox_id.to_owned(),
         })?;
-        let answer = self.client.pod_sandbox_status_with(&sandbox.id, true).await?;
+        let answer = self
+            .client
+            .pod_sandbox_status_with(&sandbox.id, true)
+            .await?;
         netns_path(&answer.info).ok_or_else(|| ManagerError::NetNsNotSupported {
             id: sandbox_id.to_owned(),
         })
@@ -51,7 +54,10 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case::containerd_shape(Some(r#"{"pid":42,"netNamespacePath":"/var/run/netns/cni-1"}"#), Some("/var/run/netns/cni-1"))]
+    #[case::containerd_shape(
+        Some(r#"{"pid":42,"netNamespacePath":"/var/run/netns/cni-1"}"#),
+        Some("/var/run/netns/cni-1")
+    )]
     #[case::empty_path(Some(r#"{"netNamespacePath":""}"#), Some(""))]
     #[case::no_info_entry(None, None)]
     #[case::field_missing(Some(r#"{"pid":42}"#), None)]

@@ -130,19 +130,35 @@ mod tests {
     #[tokio::test]
     async fn recording_plugin_keeps_calls_in_order() {
         let plugin = RecordingNetworkPlugin::new();
-        plugin.tear_down_pod("ns", "a", &sandbox("s1")).await.unwrap();
-        plugin.tear_down_pod("ns", "b", &sandbox("s2")).await.unwrap();
-        let names: Vec<_> = plugin.calls().into_iter().map(|c| (c.name, c.sandbox_id)).collect();
+        plugin
+            .tear_down_pod("ns", "a", &sandbox("s1"))
+            .await
+            .unwrap();
+        plugin
+            .tear_down_pod("ns", "b", &sandbox("s2"))
+            .await
+            .unwrap();
+        let names: Vec<_> = plugin
+            .calls()
+            .into_iter()
+            .map(|c| (c.name, c.sandbox_id))
+            .collect();
         assert_eq!(
             names,
-            [("a".to_owned(), "s1".to_owned()), ("b".to_owned(), "s2".to_owned())]
+            [
+                ("a".to_owned(), "s1".to_owned()),
+                ("b".to_owned(), "s2".to_owned())
+            ]
         );
     }
 
     #[tokio::test]
     async fn failing_plugin_records_then_fails() {
         let plugin = RecordingNetworkPlugin::failing("cni exploded");
-        let err = plugin.tear_down_pod("ns", "a", &sandbox("s1")).await.unwrap_err();
+        let err = plugin
+            .tear_down_pod("ns", "a", &sandbox("s1"))
+            .await
+            .unwrap_err();
         assert_eq!(err, "cni exploded");
         assert_eq!(plugin.calls().len(), 1);
     }
@@ -151,6 +167,9 @@ mod tests {
     async fn noop_plugin_has_the_kubelet_default_name_and_succeeds() {
         let plugin = NoopNetworkPlugin;
         assert_eq!(plugin.name(), "kubernetes.io/no-op");
-        assert_eq!(plugin.tear_down_pod("ns", "a", &sandbox("s1")).await, Ok(()));
+        assert_eq!(
+            plugin.tear_down_pod("ns", "a", &sandbox("s1")).await,
+            Ok(())
+        );
     }
 }

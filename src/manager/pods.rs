@@ -97,7 +97,10 @@ pub(crate) fn group_pods(
 
 /// A listed sandbox as a container-like record; `None` without an id. Ports
 /// `sandboxToKubeContainer` (kuberuntime_sandbox.go / helpers.go).
-pub(crate) fn sandbox_to_container(runtime_name: &str, sandbox: &v1::PodSandbox) -> Option<Container> {
+pub(crate) fn sandbox_to_container(
+    runtime_name: &str,
+    sandbox: &v1::PodSandbox,
+) -> Option<Container> {
     if sandbox.id.is_empty() {
         tracing::debug!("skipping sandbox without id");
         return None;
@@ -114,7 +117,10 @@ pub(crate) fn sandbox_to_container(runtime_name: &str, sandbox: &v1::PodSandbox)
 
 /// A listed container as the manager's record; `None` without an id or an image. Ports
 /// `toKubeContainer` (kuberuntime_container.go / helpers.go).
-pub(crate) fn container_to_container(runtime_name: &str, container: &v1::Container) -> Option<Container> {
+pub(crate) fn container_to_container(
+    runtime_name: &str,
+    container: &v1::Container,
+) -> Option<Container> {
     let image = container.image.as_ref()?;
     if container.id.is_empty() {
         tracing::debug!("skipping container without id");
@@ -183,7 +189,10 @@ mod tests {
         pods.iter()
             .map(|p| {
                 let ids = |cs: &[Container]| {
-                    cs.iter().map(|c| c.id.id.as_str()).collect::<Vec<_>>().join(",")
+                    cs.iter()
+                        .map(|c| c.id.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 };
                 format!("{}: [{}] [{}]", p.id, ids(&p.sandboxes), ids(&p.containers))
             })
@@ -249,13 +258,19 @@ mod tests {
         #[case] containers: Vec<v1::Container>,
         #[case] expected: Vec<&str>,
     ) {
-        assert_eq!(shape(&group_pods(RUNTIME, &sandboxes, &containers)), expected);
+        assert_eq!(
+            shape(&group_pods(RUNTIME, &sandboxes, &containers)),
+            expected
+        );
     }
 
     #[test]
     fn orphan_pod_takes_name_and_namespace_from_labels() {
         let pods = group_pods(RUNTIME, &[], &[container("c1", Some("u9"), "app")]);
-        assert_eq!((pods[0].name.as_str(), pods[0].namespace.as_str()), ("pod-u9", "ns"));
+        assert_eq!(
+            (pods[0].name.as_str(), pods[0].namespace.as_str()),
+            ("pod-u9", "ns")
+        );
     }
 
     #[test]
@@ -299,7 +314,10 @@ mod tests {
             state,
             ..container("c1", Some("u1"), "app")
         };
-        assert_eq!(container_to_container(RUNTIME, &listed).unwrap().state, expected);
+        assert_eq!(
+            container_to_container(RUNTIME, &listed).unwrap().state,
+            expected
+        );
     }
 
     #[test]

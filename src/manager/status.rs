@@ -111,7 +111,10 @@ pub(crate) fn pod_ip(newest_first: &[v1::PodSandboxStatus]) -> String {
 /// (the seed's v1alpha1 fake wrote seconds: spec hazard 8). The termination-message file is not
 /// read: the harness does not run on the runtime's host. Ports `getKubeletContainerStatuses`'s
 /// conversion (kuberuntime_container.go, 2016).
-pub(crate) fn to_container_status(id: ContainerId, status: &v1::ContainerStatus) -> ContainerStatus {
+pub(crate) fn to_container_status(
+    id: ContainerId,
+    status: &v1::ContainerStatus,
+) -> ContainerStatus {
     let state = ContainerState::from_cri_container(status.state);
     let mut converted = ContainerStatus {
         id,
@@ -243,7 +246,14 @@ mod tests {
             expected
         );
         assert_eq!(
-            (s.name.as_str(), s.image.as_str(), s.image_ref.as_str(), s.hash, s.restart_count, s.created_at),
+            (
+                s.name.as_str(),
+                s.image.as_str(),
+                s.image_ref.as_str(),
+                s.hash,
+                s.restart_count,
+                s.created_at
+            ),
             ("app", "busybox", "sha256:abc", 0xff, 2, 10)
         );
     }

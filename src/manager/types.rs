@@ -257,3 +257,76 @@ fn serialize_sandbox_statuses<S: serde::Serializer>(
         }
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_status_serializes_sandbox_statuses_through_a_stable_view() {
+        let status = PodStatus {
+            id: "u1".to_owned(),
+            ip: "10.88.0.2".to_owned(),
+            sandbox_statuses: vec![v1::PodSandboxStatus {
+                id: "s1".to_owned(),
+                metadata: Some(v1::PodSandboxMetadata {
+                    name: "web".to_owned(),
+                    uid: "u1".to_owned(),
+                    namespace: "ns".to_owned(),
+                    attempt: 1,
+                }),
+                state: v1::PodSandboxState::SandboxNotready.into(),
+                created_at: 5,
+                network: Some(v1::PodSandboxNetworkStatus {
+                    ip: "10.88.0.2".to_owned(),
+                    additional_ips: vec![v1::PodIp {
+                        ip: "fd00::2".to_owned(),
+                    }],
+                }),
+                linux: Some(v1::LinuxPodSandboxStatus {
+                    namespaces: Some(v1::Namespace {
+                        options: Some(v1::NamespaceOption {
+                            network: v1::NamespaceMode::Node.into(),
+                            ..Default::default()
+                        }),
+                    }),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let yaml = serde_yaml::to_string(&status).unwrap();
+        let expected = "\
+id: u1
+name: ''
+namespace: ''
+ip: 10.88.0.2
+sandbox_statuses:
+- id: s1
+  name: web
+  uid: u1
+  namespace: ns
+  attempt: 1
+  state: SANDBOX_NOTREADY
+  created_at: 5
+  ip: 10.88.0.2
+  additional_ips:
+  - fd00::2
+  network_namespace: NODE
+  labels: {}
+  annotations: {}
+  runtime_handler: ''
+container_statuses: []
+";
+        assert_eq!(yaml, expected);
+    }
+
+    #[test]
+    fn container_id_displays_as_a_uri() {
+        let id = ContainerId {
+            r#type: "containerd".to_owned(),
+            id: "abc".to_owned(),
+        };
+        assert_eq!(id.to_string(), "containerd://abc");
+    }
+}
