@@ -111,7 +111,12 @@ pub struct CriClient {
 
 impl CriClient {
     /// Wraps connected channels. `endpoint` is only used in messages; `timeout` bounds each call.
-    pub fn new(runtime: Channel, image: Channel, endpoint: impl Into<String>, timeout: Duration) -> Self {
+    pub fn new(
+        runtime: Channel,
+        image: Channel,
+        endpoint: impl Into<String>,
+        timeout: Duration,
+    ) -> Self {
         Self {
             runtime: RuntimeServiceClient::new(runtime)
                 .max_decoding_message_size(MAX_MESSAGE_SIZE)
@@ -207,8 +212,12 @@ impl CriClient {
         let request = v1::VersionRequest {
             version: version.to_owned(),
         };
-        self.call("Version", request, |r| async move { client.version(r).await })
-            .await
+        self.call(
+            "Version",
+            request,
+            |r| async move { client.version(r).await },
+        )
+        .await
     }
 
     /// `RuntimeService/Status`.
@@ -406,7 +415,9 @@ impl CriClient {
             ..Default::default()
         };
         let response = self
-            .call("PullImage", request, |r| async move { client.pull_image(r).await })
+            .call("PullImage", request, |r| async move {
+                client.pull_image(r).await
+            })
             .await?;
         Ok(response.image_ref)
     }
@@ -420,7 +431,9 @@ impl CriClient {
             }),
         };
         let response = self
-            .call("ListImages", request, |r| async move { client.list_images(r).await })
+            .call("ListImages", request, |r| async move {
+                client.list_images(r).await
+            })
             .await?;
         Ok(response.images)
     }
@@ -433,7 +446,9 @@ impl CriClient {
             verbose: false,
         };
         let response = self
-            .call("ImageStatus", request, |r| async move { client.image_status(r).await })
+            .call("ImageStatus", request, |r| async move {
+                client.image_status(r).await
+            })
             .await?;
         Ok(response.image)
     }
@@ -444,8 +459,10 @@ impl CriClient {
         let request = v1::RemoveImageRequest {
             image: Some(image_spec(image)),
         };
-        self.call("RemoveImage", request, |r| async move { client.remove_image(r).await })
-            .await?;
+        self.call("RemoveImage", request, |r| async move {
+            client.remove_image(r).await
+        })
+        .await?;
         Ok(())
     }
 

@@ -37,7 +37,11 @@ impl RequestSummary for v1::VersionRequest {
 
 impl RequestSummary for v1::StatusRequest {
     fn summary(&self) -> String {
-        if self.verbose { "verbose".into() } else { String::new() }
+        if self.verbose {
+            "verbose".into()
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -110,9 +114,10 @@ impl RequestSummary for v1::CreateContainerRequest {
             .config
             .as_ref()
             .and_then(|c| c.metadata.as_ref())
-            .map_or_else(|| "metadata=none".to_owned(), |m| {
-                format!("name={} attempt={}", m.name, m.attempt)
-            });
+            .map_or_else(
+                || "metadata=none".to_owned(),
+                |m| format!("name={} attempt={}", m.name, m.attempt),
+            );
         format!("sandbox={} {name}", self.pod_sandbox_id)
     }
 }
@@ -164,7 +169,8 @@ impl RequestSummary for v1::ListContainersRequest {
 }
 
 fn image_name(spec: &Option<v1::ImageSpec>) -> String {
-    spec.as_ref().map_or_else(|| "image=none".to_owned(), |s| format!("image={}", s.image))
+    spec.as_ref()
+        .map_or_else(|| "image=none".to_owned(), |s| format!("image={}", s.image))
 }
 
 impl RequestSummary for v1::PullImageRequest {
@@ -211,16 +217,25 @@ mod tests {
                 state: Some(v1::PodSandboxStateValue {
                     state: v1::PodSandboxState::SandboxReady as i32,
                 }),
-                label_selector: [("b".to_owned(), "2".to_owned()), ("a".to_owned(), "1".to_owned())]
-                    .into_iter()
-                    .collect(),
+                label_selector: [
+                    ("b".to_owned(), "2".to_owned()),
+                    ("a".to_owned(), "1".to_owned()),
+                ]
+                .into_iter()
+                .collect(),
             }),
         };
-        assert_eq!(request.summary(), "filter{state=SANDBOX_READY labels={a=1,b=2}}");
+        assert_eq!(
+            request.summary(),
+            "filter{state=SANDBOX_READY labels={a=1,b=2}}"
+        );
     }
 
     #[test]
     fn a_missing_filter_says_so() {
-        assert_eq!(v1::ListContainersRequest { filter: None }.summary(), "filter=none");
+        assert_eq!(
+            v1::ListContainersRequest { filter: None }.summary(),
+            "filter=none"
+        );
     }
 }
