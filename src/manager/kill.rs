@@ -28,14 +28,23 @@ impl KubeGenericRuntimeManager {
     ) -> PodSyncResult {
         let mut result = PodSyncResult::default();
 
-        // Containers are stopped concurrently as in the seed, but join_all keeps the outcomes in
-        // container order (the seed's completion order was not deterministic) so results and
-        // snapshots are stable.
-        let kills = running_pod
-            .containers
-            .iter()
-            .map(|container| self.kill_container(pod, container, grace_period_override));
-        for (container, outcome) in running_pod.containers.iter().zip(join_all(kills).await) {
+        // Containers are killed concurrently as in the seed, in two waves: every grace period
+        // (which may ask the runtime for a container's status), then every StopContainer. The
+        // wave barrier and join_all's order keep the CRI calls issued, and the results kept, in
+        // container order; the seed's per-container goroutines made both depend on timing, which
+        // a snapshot cannot.
+        let containers = &running_pod.containers;
+        let graces = join_all(
+            containers
+                .iter()
+                .map(|container| self.container_grace(pod, container, grace_period_override)),
+        )
+        .await;
+        let stops = containers.iter().zip(graces).map(|(container, grace)| async move {
+            self.client.stop_container(&container.id.id, grace?).await?;
+            Ok::<(), ManagerError>(())
+        });
+        for (container, outcome) in containers.iter().zip(join_all(stops).await) {
             let mut step = SyncResult::new(SyncAction::KillContainer, container.name.clone());
             if let Err(err) = outcome {
                 step.fail(KILL_CONTAINER_ERROR, err.to_string());
@@ -94,15 +103,16 @@ impl KubeGenericRuntimeManager {
         result
     }
 
-    /// Stops one container with the pod's grace period. With a spec, the container is looked
-    /// up by name only to find hooks; without one, the grace periods come from the container's
-    /// annotations. Ports `killContainer` (kuberuntime_container.go, 2016).
-    async fn kill_container(
+    /// The StopContainer timeout for one container, the first half of `killContainer`
+    /// (kuberuntime_container.go, 2016; `kill_pod` issues the StopContainer). With a spec, the
+    /// container is looked up by name only to find hooks; without one, the grace periods come
+    /// from the container's annotations, so a ContainerStatus failure fails that container's kill.
+    async fn container_grace(
         &self,
         pod: Option<&PodSpec>,
         container: &Container,
         grace_period_override: Option<i64>,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<i64, ManagerError> {
         let (deletion, termination) = match pod {
             Some(spec) => {
                 // The late seed dereferenced a missing container spec (spec hazard 2); a missing
@@ -127,9 +137,7 @@ impl KubeGenericRuntimeManager {
             }
         };
         // No preStop hook runs here (the harness runs no hook handlers), so nothing is subtracted.
-        let grace = grace_period_seconds(deletion, termination, grace_period_override);
-        self.client.stop_container(&container.id.id, grace).await?;
-        Ok(())
+        Ok(grace_period_seconds(deletion, termination, grace_period_override))
     }
 }
 
