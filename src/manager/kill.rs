@@ -40,10 +40,13 @@ impl KubeGenericRuntimeManager {
                 .map(|container| self.container_grace(pod, container, grace_period_override)),
         )
         .await;
-        let stops = containers.iter().zip(graces).map(|(container, grace)| async move {
-            self.client.stop_container(&container.id.id, grace?).await?;
-            Ok::<(), ManagerError>(())
-        });
+        let stops = containers
+            .iter()
+            .zip(graces)
+            .map(|(container, grace)| async move {
+                self.client.stop_container(&container.id.id, grace?).await?;
+                Ok::<(), ManagerError>(())
+            });
         for (container, outcome) in containers.iter().zip(join_all(stops).await) {
             let mut step = SyncResult::new(SyncAction::KillContainer, container.name.clone());
             if let Err(err) = outcome {
@@ -137,7 +140,11 @@ impl KubeGenericRuntimeManager {
             }
         };
         // No preStop hook runs here (the harness runs no hook handlers), so nothing is subtracted.
-        Ok(grace_period_seconds(deletion, termination, grace_period_override))
+        Ok(grace_period_seconds(
+            deletion,
+            termination,
+            grace_period_override,
+        ))
     }
 }
 
