@@ -1,0 +1,112 @@
+//! Every embedded suite against a real runtime, when CI (or you) export its endpoint in
+//! `CONTAINER_RUNTIME_ENDPOINT` (`ci/containerd.sh up` prints it): each case that does not need
+//! the mock's control service must pass, the mock-only ones must be skipped saying so, the
+//! snapshots must match the committed ones for that runtime, and nothing may be left behind.
+//! Without the variable the test prints a visible skip line and checks nothing.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use cri_harness::cri::{self, labels, ConnectOptions, Endpoint};
+use cri_harness::runner::{self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, Target};
+use cri_harness::suite;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
+    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped the real-runtime suites: CONTAINER_RUNTIME_ENDPOINT is not set"
+        );
+        return;
+    };
+    let endpoint: Endpoint = endpoint.parse().expect("a valid endpoint");
+    let loaded = suite::load_embedded();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let scratch = tempfile::tempdir().unwrap();
+    let run_id = format!("it{}", std::process::id());
+    let config = RunConfig {
+        target: Target::Endpoint {
+            runtime: endpoint.clone(),
+            image: endpoint.clone(),
+        },
+        suites: loaded.suites,
+        filter: Filter::default(),
+        parallel: 2,
+        case_timeout: Duration::from_secs(60),
+        cleanup_timeout: Duration::from_secs(30),
+        connect: ConnectOptions::default(),
+        snapshot_dir: scratch.path().to_owned(),
+        snapshots: snapshot::Policy::default(),
+        run_id: run_id.clone(),
+    };
+    let report = runner::run(config, Interrupt::new(), None).await;
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+
+    let mut passed = 0;
+    let mut wrong = Vec::new();
+    for case in &report.cases {
+        match &case.outcome {
+            CaseOutcome::Passed => passed += 1,
+            CaseOutcome::Skipped(reason) if reason.contains("mock") => {}
+            other => wrong.push(format!("{}: {other:?}", case.full_name())),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "cases that did not pass:\n{}",
+        wrong.join("\n")
+    );
+    assert!(passed >= 16, "only {passed} cases ran on the runtime");
+
+    // Snapshots are committed per runtime kind; compare where this kind has them.
+    let committed = format!("../snapshots/{}", report.target_kind);
+    if std::path::Path::new("snapshots")
+        .join(&report.target_kind)
+        .is_dir()
+    {
+        for case in report
+            .cases
+            .iter()
+            .filter(|c| c.outcome == CaseOutcome::Passed)
+        {
+            let written = case
+                .snapshot
+                .as_ref()
+                .expect("a passed case has a snapshot");
+            let file = std::fs::read_to_string(&written.path).unwrap();
+            let body = snapshot::body(&file).to_owned();
+            let name = format!("{}__{}", case.suite, case.case);
+            insta::with_settings!({
+                snapshot_path => committed.clone(),
+                prepend_module_to_snapshot => false,
+                omit_expression => true,
+            }, {
+                insta::assert_snapshot!(name, body);
+            });
+        }
+    }
+
+    // The leak sweep, from the outside: nothing carrying this run's label remains.
+    let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
+        .await
+        .unwrap();
+    let selector = BTreeMap::from([(labels::RUN_ID.to_owned(), run_id)]);
+    let sandboxes = client
+        .list_pod_sandbox(Some(cri::v1::PodSandboxFilter {
+            label_selector: selector.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    let containers = client
+        .list_containers(Some(cri::v1::ContainerFilter {
+            label_selector: selector,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert!(sandboxes.is_empty(), "left sandboxes: {sandboxes:?}");
+    assert!(containers.is_empty(), "left containers: {containers:?}");
+}
