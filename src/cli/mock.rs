@@ -1,12 +1,63 @@
-//! `cri-harness mock` (being built).
+//! `cri-harness mock`: serves the built-in mock CRI runtime on a unix socket until Ctrl-C or
+//! SIGTERM, then removes the socket. Any CRI client (crictl, critest, the harness) can use it.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::mock::MockRuntime;
 
 /// Arguments of `cri-harness mock`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Unix socket to serve on (created with mode 0600; a `unix://` prefix is accepted).
+    #[arg(long, value_name = "PATH")]
+    pub listen: PathBuf,
+}
+
+/// The socket path `--listen` names, without a `unix://` prefix.
+fn socket_path(listen: PathBuf) -> PathBuf {
+    match listen.to_str().and_then(|s| s.strip_prefix("unix://")) {
+        Some(path) => PathBuf::from(path),
+        None => listen,
+    }
+}
 
 /// Runs `cri-harness mock`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`cri-harness mock` is not built yet")
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let path = socket_path(args.listen);
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let server = MockRuntime::new()
+        .serve_unix(&path)
+        .await
+        .context("cannot start the mock CRI runtime")?;
+    println!("mock CRI runtime listening on unix://{}", path.display());
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => {
+            interrupted.context("cannot wait for Ctrl-C")?;
+        }
+        _ = terminate.recv() => {}
+    }
+    server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_accepts_a_path_or_a_unix_url() {
+        assert_eq!(
+            socket_path("/tmp/m.sock".into()),
+            PathBuf::from("/tmp/m.sock")
+        );
+        assert_eq!(
+            socket_path("unix:///tmp/m.sock".into()),
+            PathBuf::from("/tmp/m.sock")
+        );
+    }
 }

@@ -1,0 +1,195 @@
+//! The mock's control service (`criharness.mock.v1.MockControl`): what a suite uses to ask for
+//! a misbehaving runtime, steer its clock, seed odd objects and read back the CRI calls.
+//! Control calls are not logged and not subject to injected faults.
+
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+use super::control_api::{self as api, mock_control_server::MockControl};
+use super::error::RpcError;
+use super::faults::{cri_method, CRI_METHODS};
+use super::state::{container_name, sandbox_name, Container, Sandbox};
+use super::{default_version, MockRuntime};
+
+/// Serves MockControl from a mock's shared state.
+#[derive(Debug, Clone)]
+pub(crate) struct MockControlService(pub(crate) MockRuntime);
+
+fn ok() -> Result<Response<api::ControlResponse>, Status> {
+    Ok(Response::new(api::ControlResponse {}))
+}
+
+/// The canonical CRI method name `method` names, or the refusal listing the valid ones.
+fn known_method(control: &'static str, method: &str) -> Result<&'static str, RpcError> {
+    cri_method(method).ok_or_else(|| RpcError::UnknownMethod {
+        control,
+        method: method.to_owned(),
+        valid: CRI_METHODS.join(", "),
+    })
+}
+
+#[tonic::async_trait]
+impl MockControl for MockControlService {
+    async fn set_version(
+        &self,
+        request: Request<api::SetVersionRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        self.0.lock().version = request.into_inner().version.unwrap_or_default();
+        ok()
+    }
+
+    async fn inject_error(
+        &self,
+        request: Request<api::InjectErrorRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let request = request.into_inner();
+        let method = known_method("InjectError", &request.method)?;
+        if !(1..=16).contains(&request.code) {
+            return Err(RpcError::InvalidCode { code: request.code }.into());
+        }
+        let code = tonic::Code::from_i32(request.code);
+        self.0
+            .lock()
+            .faults
+            .inject_error(method, code, request.message, request.count);
+        ok()
+    }
+
+    async fn inject_latency(
+        &self,
+        request: Request<api::InjectLatencyRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let request = request.into_inner();
+        let method = known_method("InjectLatency", &request.method)?;
+        let delay = Duration::from_millis(request.delay_ms);
+        self.0
+            .lock()
+            .faults
+            .inject_latency(method, delay, request.count);
+        ok()
+    }
+
+    async fn set_clock(
+        &self,
+        request: Request<api::SetClockRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let unix_nanos = request.into_inner().unix_nanos;
+        if unix_nanos < 0 {
+            return Err(RpcError::NegativeTime {
+                control: "SetClock",
+                value: unix_nanos,
+            }
+            .into());
+        }
+        self.0.lock().clock.set(unix_nanos);
+        ok()
+    }
+
+    async fn advance_clock(
+        &self,
+        request: Request<api::AdvanceClockRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let nanos = request.into_inner().nanos;
+        if nanos < 0 {
+            return Err(RpcError::NegativeTime {
+                control: "AdvanceClock",
+                value: nanos,
+            }
+            .into());
+        }
+        self.0.lock().clock.advance(nanos);
+        ok()
+    }
+
+    async fn reset(
+        &self,
+        _request: Request<api::ResetRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let mut inner = self.0.lock();
+        inner.state = Default::default();
+        inner.clock = Default::default();
+        inner.faults = Default::default();
+        inner.log.reset();
+        inner.version = default_version();
+        ok()
+    }
+
+    async fn get_call_log(
+        &self,
+        request: Request<api::GetCallLogRequest>,
+    ) -> Result<Response<api::GetCallLogResponse>, Status> {
+        let calls = self.0.lock().log.read(request.into_inner().clear);
+        Ok(Response::new(api::GetCallLogResponse { calls }))
+    }
+
+    async fn seed_pod_sandbox(
+        &self,
+        request: Request<api::SeedPodSandboxRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        const CONTROL: &str = "SeedPodSandbox";
+        let mut status = request.into_inner().status.ok_or(RpcError::MissingField {
+            method: CONTROL,
+            field: "status",
+        })?;
+        let mut inner = self.0.lock();
+        let state = &mut inner.state;
+        if status.id.is_empty() {
+            status.id = state.mint_sandbox_id();
+        } else if state.find_exact_sandbox(&status.id).is_some() {
+            return Err(RpcError::AlreadyExists {
+                control: CONTROL,
+                kind: "sandbox",
+                id: status.id,
+            }
+            .into());
+        }
+        // A seeded sandbox takes its name when it is free, so a later RunPodSandbox with the
+        // same metadata clashes as in containerd; a taken name is simply not reserved twice.
+        let name = status
+            .metadata
+            .as_ref()
+            .map(sandbox_name)
+            .filter(|name| state.reserve_sandbox_name(name, &status.id).is_ok());
+        state.sandboxes.push(Sandbox { status, name });
+        ok()
+    }
+
+    async fn seed_container(
+        &self,
+        request: Request<api::SeedContainerRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        const CONTROL: &str = "SeedContainer";
+        let request = request.into_inner();
+        let mut status = request.status.ok_or(RpcError::MissingField {
+            method: CONTROL,
+            field: "status",
+        })?;
+        let mut inner = self.0.lock();
+        let state = &mut inner.state;
+        if status.id.is_empty() {
+            status.id = state.mint_container_id();
+        } else if state.find_exact_container(&status.id).is_some() {
+            return Err(RpcError::AlreadyExists {
+                control: CONTROL,
+                kind: "container",
+                id: status.id,
+            }
+            .into());
+        }
+        let sandbox_metadata = state
+            .find_exact_sandbox(&request.pod_sandbox_id)
+            .and_then(|index| state.sandboxes[index].status.metadata.clone());
+        let name = match (&status.metadata, &sandbox_metadata) {
+            (Some(metadata), Some(sandbox)) => Some(container_name(metadata, sandbox)),
+            _ => None,
+        }
+        .filter(|name| state.reserve_container_name(name, &status.id).is_ok());
+        state.containers.push(Container {
+            pod_sandbox_id: request.pod_sandbox_id,
+            status,
+            name,
+        });
+        ok()
+    }
+}

@@ -1,0 +1,142 @@
+//! The path every CRI call takes through the mock: logged on arrival, delayed and failed as
+//! injected (before any state change), otherwise handled under the state lock, and its
+//! answer's status written back into the call log.
+
+use tonic::{Request, Response, Status};
+
+use super::call_log::Ticket;
+use super::error::RpcError;
+use super::{Inner, MockRuntime};
+use crate::cri::RequestSummary;
+
+/// Message logged for a call whose client gave up while it was delayed.
+const CANCELLED_MESSAGE: &str = "the client went away before the mock answered";
+
+impl MockRuntime {
+    /// Runs one CRI call of `method` through the log and injected faults into `handle`.
+    pub(crate) async fn dispatch<Req, Resp>(
+        &self,
+        method: &'static str,
+        request: Request<Req>,
+        handle: impl FnOnce(&mut Inner, Req) -> Result<Resp, RpcError>,
+    ) -> Result<Response<Resp>, Status>
+    where
+        Req: RequestSummary,
+    {
+        let request = request.into_inner();
+        let summary = request.summary();
+        let (ticket, delay, injected) = {
+            let mut inner = self.lock();
+            let ticket = inner.log.arrive(method, summary);
+            let delay = inner.faults.take_delay(method);
+            let injected = inner.faults.take_error(method);
+            let Some(delay) = delay else {
+                // The common case answers under the one lock it arrived with.
+                return answer(&mut inner, ticket, injected, request, handle);
+            };
+            (ticket, delay, injected)
+        };
+        let pending = Pending {
+            mock: self,
+            ticket,
+            answered: false,
+        };
+        tokio::time::sleep(delay).await;
+        let mut inner = self.lock();
+        let result = answer(&mut inner, ticket, injected, request, handle);
+        drop(inner);
+        pending.answered();
+        result
+    }
+}
+
+/// Answers a call (the injected error, else `handle`'s) and logs the outcome.
+fn answer<Req, Resp>(
+    inner: &mut Inner,
+    ticket: Ticket,
+    injected: Option<Status>,
+    request: Req,
+    handle: impl FnOnce(&mut Inner, Req) -> Result<Resp, RpcError>,
+) -> Result<Response<Resp>, Status> {
+    let result = match injected {
+        Some(status) => Err(status),
+        None => handle(inner, request).map_err(Status::from),
+    };
+    match &result {
+        Ok(_) => inner.log.finish(ticket, tonic::Code::Ok, ""),
+        Err(status) => inner.log.finish(ticket, status.code(), status.message()),
+    }
+    result.map(Response::new)
+}
+
+/// Marks a delayed call as cancelled in the log if its future is dropped (the client's
+/// deadline passed or it hung up) before the mock answered.
+struct Pending<'a> {
+    mock: &'a MockRuntime,
+    ticket: Ticket,
+    answered: bool,
+}
+
+impl Pending<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let ticket = self.ticket;
+            self.mock
+                .lock()
+                .log
+                .finish(ticket, tonic::Code::Cancelled, CANCELLED_MESSAGE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cri::v1;
+
+    #[tokio::test]
+    async fn a_delayed_call_shows_in_flight_then_cancelled_when_its_client_leaves() {
+        let mock = MockRuntime::new();
+        let hour = Duration::from_secs(3600);
+        mock.lock().faults.inject_latency("Version", hour, 1);
+        let request = Request::new(v1::VersionRequest::default());
+        let mut call =
+            Box::pin(mock.dispatch("Version", request, |inner, _| Ok(inner.version.clone())));
+        assert!(futures::poll!(call.as_mut()).is_pending());
+        let in_flight = mock.lock().log.read(false)[0].code;
+        drop(call);
+        let record = mock.lock().log.read(false).remove(0);
+        assert_eq!(in_flight, tonic::Code::Unknown as i32);
+        assert_eq!(
+            (record.code, record.message.as_str()),
+            (tonic::Code::Cancelled as i32, CANCELLED_MESSAGE)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_injected_error_skips_the_handler() {
+        let mock = MockRuntime::new();
+        let status = tonic::Code::NotFound;
+        mock.lock()
+            .faults
+            .inject_error("Version", status, "gone".into(), 1);
+        let mut handled = false;
+        let request = Request::new(v1::VersionRequest::default());
+        let answer = mock
+            .dispatch("Version", request, |inner, _| {
+                handled = true;
+                Ok(inner.version.clone())
+            })
+            .await;
+        assert_eq!(answer.map_err(|s| s.code()).err(), Some(status));
+        assert!(!handled);
+    }
+}

@@ -1,0 +1,225 @@
+//! The mock's errors: [`MockError`] for starting its transports, and [`RpcError`] for refusals it
+//! answers on the wire. `From<RpcError> for tonic::Status` is the one place that picks their
+//! gRPC codes (containerd's codes where the facts record them).
+
+use std::path::PathBuf;
+
+/// Starting or connecting to the mock failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MockError {
+    /// Something other than a socket sits where the socket should go.
+    #[error("cannot serve the mock on {}: the path exists and is not a socket", path.display())]
+    NotASocket {
+        /// The requested socket path.
+        path: PathBuf,
+    },
+    /// Another server already answers on the socket.
+    #[error("cannot serve the mock on {}: another server is listening there", path.display())]
+    InUse {
+        /// The requested socket path.
+        path: PathBuf,
+    },
+    /// A socket left behind by an earlier server could not be removed.
+    #[error("cannot remove the stale socket {}", path.display())]
+    RemoveStale {
+        /// The stale socket.
+        path: PathBuf,
+        /// Why removing it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Binding the unix socket failed.
+    #[error("cannot listen on unix socket {}", path.display())]
+    Bind {
+        /// The requested socket path.
+        path: PathBuf,
+        /// Why binding failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Restricting the socket to its owner failed.
+    #[error("cannot set mode 0600 on unix socket {}", path.display())]
+    Permissions {
+        /// The socket path.
+        path: PathBuf,
+        /// Why chmod failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The in-memory channel to the mock could not be set up.
+    #[error("cannot connect an in-memory channel to the mock")]
+    Duplex {
+        /// The transport's error.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// A CRI or control call the mock refuses; turned into a `tonic::Status` on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RpcError {
+    /// A required request field is missing or empty.
+    #[error("{method}: {field} is required")]
+    MissingField {
+        /// Short method name.
+        method: &'static str,
+        /// The field, as in the proto.
+        field: &'static str,
+    },
+    /// No sandbox has this id (or id prefix).
+    #[error("sandbox \"{id}\" not found")]
+    SandboxNotFound {
+        /// The id as given.
+        id: String,
+    },
+    /// No container has this id (or id prefix).
+    #[error("container \"{id}\" not found")]
+    ContainerNotFound {
+        /// The id as given.
+        id: String,
+    },
+    /// An id prefix matches several objects.
+    #[error("{kind} id prefix \"{prefix}\" is ambiguous")]
+    AmbiguousId {
+        /// "sandbox" or "container".
+        kind: &'static str,
+        /// The prefix as given.
+        prefix: String,
+    },
+    /// A sandbox with the same metadata exists (stopped or not).
+    #[error("failed to reserve sandbox name \"{name}\": it is reserved for sandbox \"{holder}\"")]
+    SandboxNameReserved {
+        /// The derived name.
+        name: String,
+        /// The sandbox holding it.
+        holder: String,
+    },
+    /// A container with the same metadata exists in the sandbox.
+    #[error(
+        "failed to reserve container name \"{name}\": it is reserved for container \"{holder}\""
+    )]
+    ContainerNameReserved {
+        /// The derived name.
+        name: String,
+        /// The container holding it.
+        holder: String,
+    },
+    /// CreateContainer in a sandbox that is not READY.
+    #[error("cannot create a container in sandbox \"{id}\": no running task found")]
+    SandboxNotRunning {
+        /// The sandbox id.
+        id: String,
+    },
+    /// StartContainer of a container whose sandbox is not READY.
+    #[error("cannot start container \"{container}\": sandbox \"{sandbox}\" is not running")]
+    SandboxStopped {
+        /// The container id.
+        container: String,
+        /// Its sandbox id.
+        sandbox: String,
+    },
+    /// The image was never pulled.
+    #[error("image \"{image}\" not found")]
+    ImageNotFound {
+        /// The reference as given.
+        image: String,
+    },
+    /// StartContainer of a container that is not CREATED.
+    #[error("cannot start container \"{id}\": container is in {state} state")]
+    ContainerInState {
+        /// The container id.
+        id: String,
+        /// The state's proto name, e.g. `CONTAINER_EXITED`.
+        state: &'static str,
+    },
+    /// A call the mock does not model.
+    #[error("cri-harness mock does not implement {service}/{method}")]
+    Unimplemented {
+        /// "RuntimeService" or "ImageService".
+        service: &'static str,
+        /// Short method name.
+        method: &'static str,
+    },
+    /// Control: InjectError or InjectLatency named no CRI method.
+    #[error("{control}: unknown CRI method \"{method}\"; valid methods: {valid}")]
+    UnknownMethod {
+        /// The control call.
+        control: &'static str,
+        /// The name as given.
+        method: String,
+        /// Every accepted name, comma-separated.
+        valid: String,
+    },
+    /// Control: InjectError with code 0 (OK) or a number that is no gRPC code.
+    #[error("InjectError: code {code} is not an error code (use 1..=16)")]
+    InvalidCode {
+        /// The code as given.
+        code: i32,
+    },
+    /// Control: a negative instant or step for the clock.
+    #[error("{control}: {value} must not be negative")]
+    NegativeTime {
+        /// The control call.
+        control: &'static str,
+        /// The value as given.
+        value: i64,
+    },
+    /// Control: seeding an object whose id is taken.
+    #[error("{control}: a {kind} with id \"{id}\" already exists")]
+    AlreadyExists {
+        /// The control call.
+        control: &'static str,
+        /// "sandbox" or "container".
+        kind: &'static str,
+        /// The id.
+        id: String,
+    },
+}
+
+impl From<RpcError> for tonic::Status {
+    fn from(err: RpcError) -> Self {
+        use tonic::Code;
+        let code = match &err {
+            RpcError::MissingField { .. }
+            | RpcError::UnknownMethod { .. }
+            | RpcError::InvalidCode { .. }
+            | RpcError::NegativeTime { .. } => Code::InvalidArgument,
+            RpcError::SandboxNotFound { .. }
+            | RpcError::ContainerNotFound { .. }
+            | RpcError::SandboxNotRunning { .. }
+            | RpcError::ImageNotFound { .. } => Code::NotFound,
+            // containerd answers these with untyped errors, which gRPC carries as Unknown.
+            RpcError::AmbiguousId { .. }
+            | RpcError::SandboxNameReserved { .. }
+            | RpcError::ContainerNameReserved { .. }
+            | RpcError::SandboxStopped { .. }
+            | RpcError::ContainerInState { .. } => Code::Unknown,
+            RpcError::Unimplemented { .. } => Code::Unimplemented,
+            RpcError::AlreadyExists { .. } => Code::AlreadyExists,
+        };
+        tonic::Status::new(code, err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+    use tonic::Code;
+
+    use super::*;
+
+    #[rstest]
+    #[case::missing_metadata(RpcError::MissingField { method: "RunPodSandbox", field: "config.metadata" }, Code::InvalidArgument)]
+    #[case::unknown_sandbox(RpcError::SandboxNotFound { id: "x".into() }, Code::NotFound)]
+    #[case::stopped_sandbox(RpcError::SandboxNotRunning { id: "x".into() }, Code::NotFound)]
+    #[case::missing_image(RpcError::ImageNotFound { image: "x".into() }, Code::NotFound)]
+    #[case::reserved_name(RpcError::SandboxNameReserved { name: "n".into(), holder: "h".into() }, Code::Unknown)]
+    #[case::wrong_state(RpcError::ContainerInState { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
+    #[case::unmodelled(RpcError::Unimplemented { service: "RuntimeService", method: "Exec" }, Code::Unimplemented)]
+    #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
+    fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {
+        let message = err.to_string();
+        let status = tonic::Status::from(err);
+        assert_eq!((status.code(), status.message()), (code, message.as_str()));
+    }
+}

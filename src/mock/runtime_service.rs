@@ -1,0 +1,751 @@
+//! `runtime.v1.RuntimeService` on the mock: sandbox and container lifecycles with containerd
+//! 1.6's answers where CRI leaves room (see the containerd facts); everything it does not model
+//! answers Unimplemented with the method's name.
+
+use std::pin::Pin;
+
+use futures::Stream;
+use sha2::{Digest, Sha256};
+use tonic::{Request, Response, Status};
+
+use super::error::RpcError;
+use super::image_service::find_image;
+use super::state::{container_name, labels_match, sandbox_name, Container, Sandbox};
+use super::{Inner, MockRuntime};
+use crate::cri::v1;
+use crate::cri::RequestSummary;
+
+use v1::ContainerState::{ContainerCreated, ContainerExited, ContainerRunning, ContainerUnknown};
+use v1::PodSandboxState::{SandboxNotready, SandboxReady};
+
+const SERVICE: &str = "RuntimeService";
+
+/// Exit code of the modelled process when killed (128 + SIGKILL).
+const KILLED_EXIT_CODE: i32 = 137;
+
+/// The stream type of every server-streaming RPC (all unmodelled).
+type Streaming<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// Serves RuntimeService from a mock's shared state.
+#[derive(Debug, Clone)]
+pub(crate) struct MockRuntimeService(pub(crate) MockRuntime);
+
+impl MockRuntimeService {
+    /// Logs and answers a call the mock does not model.
+    async fn unmodelled<Req: RequestSummary, Resp>(
+        &self,
+        method: &'static str,
+        request: Request<Req>,
+    ) -> Result<Response<Resp>, Status> {
+        self.0
+            .dispatch(method, request, |_, _| {
+                Err(RpcError::Unimplemented {
+                    service: SERVICE,
+                    method,
+                })
+            })
+            .await
+    }
+}
+
+fn version(
+    inner: &mut Inner,
+    _request: v1::VersionRequest,
+) -> Result<v1::VersionResponse, RpcError> {
+    // containerd answers the same whatever version the client asks about.
+    Ok(inner.version.clone())
+}
+
+fn status(_inner: &mut Inner, request: v1::StatusRequest) -> Result<v1::StatusResponse, RpcError> {
+    let ready = |kind: &str| v1::RuntimeCondition {
+        r#type: kind.to_owned(),
+        status: true,
+        reason: String::new(),
+        message: String::new(),
+    };
+    let info = if request.verbose {
+        [("lastCNILoadStatus".to_owned(), "OK".to_owned())].into()
+    } else {
+        Default::default()
+    };
+    Ok(v1::StatusResponse {
+        status: Some(v1::RuntimeStatus {
+            conditions: vec![ready("RuntimeReady"), ready("NetworkReady")],
+        }),
+        info,
+        ..Default::default()
+    })
+}
+
+fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
+    status
+        .linux
+        .as_ref()
+        .and_then(|l| l.namespaces.as_ref())
+        .and_then(|n| n.options.as_ref())
+        .is_some_and(|o| o.network == v1::NamespaceMode::Node as i32)
+}
+
+/// The network namespace path a READY pod-network sandbox has, stable per id; "" otherwise
+/// (host network, or closed by StopPodSandbox).
+fn netns_path(status: &v1::PodSandboxStatus) -> String {
+    if status.state != SandboxReady as i32 || is_host_network(status) {
+        return String::new();
+    }
+    let digest = hex::encode(Sha256::digest(format!("netns-{}", status.id).as_bytes()));
+    // Shaped like the UUID-named namespaces containerd's CNI setup creates.
+    format!(
+        "/var/run/netns/cni-{}-{}-{}-{}-{}",
+        &digest[0..8],
+        &digest[8..12],
+        &digest[12..16],
+        &digest[16..20],
+        &digest[20..32]
+    )
+}
+
+fn run_pod_sandbox(
+    inner: &mut Inner,
+    request: v1::RunPodSandboxRequest,
+) -> Result<v1::RunPodSandboxResponse, RpcError> {
+    const METHOD: &str = "RunPodSandbox";
+    let config = request.config.ok_or(RpcError::MissingField {
+        method: METHOD,
+        field: "config",
+    })?;
+    let metadata = config.metadata.ok_or(RpcError::MissingField {
+        method: METHOD,
+        field: "config.metadata",
+    })?;
+    let name = sandbox_name(&metadata);
+    let state = &mut inner.state;
+    let id = state.mint_sandbox_id();
+    state.reserve_sandbox_name(&name, &id)?;
+    let options = config
+        .linux
+        .and_then(|l| l.security_context)
+        .and_then(|s| s.namespace_options)
+        .unwrap_or_default();
+    let ip = if options.network == v1::NamespaceMode::Node as i32 {
+        String::new()
+    } else {
+        state.mint_pod_ip()
+    };
+    let status = v1::PodSandboxStatus {
+        id: id.clone(),
+        metadata: Some(metadata),
+        state: SandboxReady as i32,
+        created_at: inner.clock.now(),
+        network: Some(v1::PodSandboxNetworkStatus {
+            ip,
+            additional_ips: Vec::new(),
+        }),
+        linux: Some(v1::LinuxPodSandboxStatus {
+            namespaces: Some(v1::Namespace {
+                options: Some(options),
+            }),
+        }),
+        labels: config.labels,
+        annotations: config.annotations,
+        runtime_handler: request.runtime_handler,
+    };
+    inner.state.sandboxes.push(Sandbox {
+        status,
+        name: Some(name),
+    });
+    Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
+}
+
+/// Ends a running (or unknown-state) container's process: a grace period lets the modelled
+/// test process exit 0 on SIGTERM; none means SIGKILL at once.
+fn stop_process(status: &mut v1::ContainerStatus, now: i64, graceful: bool) {
+    if status.state != ContainerRunning as i32 && status.state != ContainerUnknown as i32 {
+        return;
+    }
+    status.state = ContainerExited as i32;
+    status.finished_at = now;
+    (status.exit_code, status.reason) = if graceful {
+        (0, "Completed".to_owned())
+    } else {
+        (KILLED_EXIT_CODE, "Error".to_owned())
+    };
+}
+
+/// Stops a sandbox: kills its containers and closes its network (the IP goes).
+fn stop_sandbox(inner: &mut Inner, index: usize) {
+    let now = inner.clock.now();
+    let state = &mut inner.state;
+    let sandbox = &mut state.sandboxes[index].status;
+    sandbox.state = SandboxNotready as i32;
+    if let Some(network) = &mut sandbox.network {
+        network.ip.clear();
+        network.additional_ips.clear();
+    }
+    let id = &sandbox.id;
+    for container in state
+        .containers
+        .iter_mut()
+        .filter(|c| &c.pod_sandbox_id == id)
+    {
+        stop_process(&mut container.status, now, false);
+    }
+}
+
+fn stop_pod_sandbox(
+    inner: &mut Inner,
+    request: v1::StopPodSandboxRequest,
+) -> Result<v1::StopPodSandboxResponse, RpcError> {
+    let index = inner.state.find_sandbox(&request.pod_sandbox_id)?;
+    stop_sandbox(inner, index);
+    Ok(v1::StopPodSandboxResponse {})
+}
+
+fn remove_pod_sandbox(
+    inner: &mut Inner,
+    request: v1::RemovePodSandboxRequest,
+) -> Result<v1::RemovePodSandboxResponse, RpcError> {
+    match inner.state.find_sandbox(&request.pod_sandbox_id) {
+        Ok(index) => {
+            stop_sandbox(inner, index);
+            inner.state.remove_sandbox(index);
+        }
+        // Removing what is already gone succeeds, as in containerd.
+        Err(RpcError::SandboxNotFound { .. }) => {}
+        Err(err) => return Err(err),
+    }
+    Ok(v1::RemovePodSandboxResponse {})
+}
+
+fn pod_sandbox_status(
+    inner: &mut Inner,
+    request: v1::PodSandboxStatusRequest,
+) -> Result<v1::PodSandboxStatusResponse, RpcError> {
+    let index = inner.state.find_sandbox(&request.pod_sandbox_id)?;
+    let status = inner.state.sandboxes[index].status.clone();
+    let mut info = std::collections::BTreeMap::new();
+    if request.verbose {
+        // A small subset of containerd's verbose info, enough to read the netns path the
+        // kubelet's network teardown needs.
+        let ready = status.state == SandboxReady as i32;
+        let verbose = serde_json::json!({
+            "netNamespaceClosed": !ready,
+            "netNamespacePath": netns_path(&status),
+            "processStatus": if ready { "running" } else { "stopped" },
+            "runtimeHandler": status.runtime_handler,
+        });
+        info.insert("info".to_owned(), verbose.to_string());
+    }
+    Ok(v1::PodSandboxStatusResponse {
+        status: Some(status),
+        info,
+        ..Default::default()
+    })
+}
+
+fn list_pod_sandbox(
+    inner: &mut Inner,
+    request: v1::ListPodSandboxRequest,
+) -> Result<v1::ListPodSandboxResponse, RpcError> {
+    let filter = request.filter.unwrap_or_default();
+    let state = &inner.state;
+    let id = (!filter.id.is_empty()).then(|| state.sandbox_filter_id(&filter.id));
+    let items = state
+        .sandboxes
+        .iter()
+        .map(|s| &s.status)
+        .filter(|s| id.as_ref().is_none_or(|id| &s.id == id))
+        .filter(|s| filter.state.as_ref().is_none_or(|f| f.state == s.state))
+        .filter(|s| labels_match(&filter.label_selector, &s.labels))
+        .map(|s| v1::PodSandbox {
+            id: s.id.clone(),
+            metadata: s.metadata.clone(),
+            state: s.state,
+            created_at: s.created_at,
+            labels: s.labels.clone(),
+            annotations: s.annotations.clone(),
+            runtime_handler: s.runtime_handler.clone(),
+        })
+        .collect();
+    Ok(v1::ListPodSandboxResponse { items })
+}
+
+fn create_container(
+    inner: &mut Inner,
+    request: v1::CreateContainerRequest,
+) -> Result<v1::CreateContainerResponse, RpcError> {
+    const METHOD: &str = "CreateContainer";
+    let config = request.config.ok_or(RpcError::MissingField {
+        method: METHOD,
+        field: "config",
+    })?;
+    let metadata = config.metadata.ok_or(RpcError::MissingField {
+        method: METHOD,
+        field: "config.metadata",
+    })?;
+    let image_spec = config.image.unwrap_or_default();
+    if image_spec.image.is_empty() {
+        return Err(RpcError::MissingField {
+            method: METHOD,
+            field: "config.image.image",
+        });
+    }
+    let state = &mut inner.state;
+    let sandbox = &state.sandboxes[state.find_sandbox(&request.pod_sandbox_id)?].status;
+    if sandbox.state != SandboxReady as i32 {
+        return Err(RpcError::SandboxNotRunning {
+            id: sandbox.id.clone(),
+        });
+    }
+    let pod_sandbox_id = sandbox.id.clone();
+    // Like containerd, the name comes from the sandbox config the caller sends along.
+    let sandbox_metadata = request
+        .sandbox_config
+        .as_ref()
+        .and_then(|c| c.metadata.clone())
+        .or_else(|| sandbox.metadata.clone())
+        .unwrap_or_default();
+    let image = find_image(&state.images, &image_spec.image)
+        .map(|index| state.images[index].clone())
+        .ok_or_else(|| RpcError::ImageNotFound {
+            image: image_spec.image.clone(),
+        })?;
+    let name = container_name(&metadata, &sandbox_metadata);
+    let id = state.mint_container_id();
+    state.reserve_container_name(&name, &id)?;
+    let log_directory = request
+        .sandbox_config
+        .map(|c| c.log_directory)
+        .unwrap_or_default();
+    let log_path = if log_directory.is_empty() || config.log_path.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{}/{}",
+            log_directory.trim_end_matches('/'),
+            config.log_path
+        )
+    };
+    let status = v1::ContainerStatus {
+        id: id.clone(),
+        metadata: Some(metadata),
+        state: ContainerCreated as i32,
+        created_at: inner.clock.now(),
+        image: Some(v1::ImageSpec {
+            image: image.repo_tags.first().unwrap_or(&image.id).clone(),
+            ..image_spec
+        }),
+        image_ref: image.id.clone(),
+        image_id: image.id,
+        labels: config.labels,
+        annotations: config.annotations,
+        mounts: config.mounts,
+        log_path,
+        stop_signal: config.stop_signal,
+        ..Default::default()
+    };
+    inner.state.containers.push(Container {
+        pod_sandbox_id,
+        status,
+        name: Some(name),
+    });
+    Ok(v1::CreateContainerResponse { container_id: id })
+}
+
+fn state_name(state: i32) -> &'static str {
+    v1::ContainerState::try_from(state).map_or("CONTAINER_UNKNOWN", |s| s.as_str_name())
+}
+
+fn start_container(
+    inner: &mut Inner,
+    request: v1::StartContainerRequest,
+) -> Result<v1::StartContainerResponse, RpcError> {
+    let now = inner.clock.now();
+    let state = &mut inner.state;
+    let index = state.find_container(&request.container_id)?;
+    let container = &state.containers[index];
+    if container.status.state != ContainerCreated as i32 {
+        return Err(RpcError::ContainerInState {
+            id: container.status.id.clone(),
+            state: state_name(container.status.state),
+        });
+    }
+    let sandbox = state
+        .find_exact_sandbox(&container.pod_sandbox_id)
+        .map(|i| &state.sandboxes[i].status)
+        .ok_or_else(|| RpcError::SandboxNotFound {
+            id: container.pod_sandbox_id.clone(),
+        })?;
+    if sandbox.state != SandboxReady as i32 {
+        return Err(RpcError::SandboxStopped {
+            container: container.status.id.clone(),
+            sandbox: sandbox.id.clone(),
+        });
+    }
+    let status = &mut state.containers[index].status;
+    status.state = ContainerRunning as i32;
+    status.started_at = now;
+    Ok(v1::StartContainerResponse {})
+}
+
+fn stop_container(
+    inner: &mut Inner,
+    request: v1::StopContainerRequest,
+) -> Result<v1::StopContainerResponse, RpcError> {
+    let now = inner.clock.now();
+    let index = inner.state.find_container(&request.container_id)?;
+    // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
+    stop_process(
+        &mut inner.state.containers[index].status,
+        now,
+        request.timeout > 0,
+    );
+    Ok(v1::StopContainerResponse {})
+}
+
+fn remove_container(
+    inner: &mut Inner,
+    request: v1::RemoveContainerRequest,
+) -> Result<v1::RemoveContainerResponse, RpcError> {
+    match inner.state.find_container(&request.container_id) {
+        Ok(index) => inner.state.remove_container(index),
+        Err(RpcError::ContainerNotFound { .. }) => {}
+        Err(err) => return Err(err),
+    }
+    Ok(v1::RemoveContainerResponse {})
+}
+
+fn container_status(
+    inner: &mut Inner,
+    request: v1::ContainerStatusRequest,
+) -> Result<v1::ContainerStatusResponse, RpcError> {
+    let index = inner.state.find_container(&request.container_id)?;
+    let container = &inner.state.containers[index];
+    let mut info = std::collections::BTreeMap::new();
+    if request.verbose {
+        let verbose = serde_json::json!({ "sandboxID": container.pod_sandbox_id });
+        info.insert("info".to_owned(), verbose.to_string());
+    }
+    Ok(v1::ContainerStatusResponse {
+        status: Some(container.status.clone()),
+        info,
+    })
+}
+
+fn list_containers(
+    inner: &mut Inner,
+    request: v1::ListContainersRequest,
+) -> Result<v1::ListContainersResponse, RpcError> {
+    let filter = request.filter.unwrap_or_default();
+    let state = &inner.state;
+    let id = (!filter.id.is_empty()).then(|| state.container_filter_id(&filter.id));
+    let sandbox = (!filter.pod_sandbox_id.is_empty())
+        .then(|| state.container_sandbox_filter_id(&filter.pod_sandbox_id));
+    let containers = state
+        .containers
+        .iter()
+        .filter(|c| id.as_ref().is_none_or(|id| &c.status.id == id))
+        .filter(|c| sandbox.as_ref().is_none_or(|id| &c.pod_sandbox_id == id))
+        .filter(|c| {
+            filter
+                .state
+                .as_ref()
+                .is_none_or(|f| f.state == c.status.state)
+        })
+        .filter(|c| labels_match(&filter.label_selector, &c.status.labels))
+        .map(|c| v1::Container {
+            id: c.status.id.clone(),
+            pod_sandbox_id: c.pod_sandbox_id.clone(),
+            metadata: c.status.metadata.clone(),
+            image: c.status.image.clone(),
+            image_ref: c.status.image_ref.clone(),
+            state: c.status.state,
+            created_at: c.status.created_at,
+            labels: c.status.labels.clone(),
+            annotations: c.status.annotations.clone(),
+            image_id: c.status.image_id.clone(),
+        })
+        .collect();
+    Ok(v1::ListContainersResponse { containers })
+}
+
+#[tonic::async_trait]
+impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
+    async fn version(
+        &self,
+        request: Request<v1::VersionRequest>,
+    ) -> Result<Response<v1::VersionResponse>, Status> {
+        self.0.dispatch("Version", request, version).await
+    }
+
+    async fn run_pod_sandbox(
+        &self,
+        request: Request<v1::RunPodSandboxRequest>,
+    ) -> Result<Response<v1::RunPodSandboxResponse>, Status> {
+        self.0
+            .dispatch("RunPodSandbox", request, run_pod_sandbox)
+            .await
+    }
+
+    async fn stop_pod_sandbox(
+        &self,
+        request: Request<v1::StopPodSandboxRequest>,
+    ) -> Result<Response<v1::StopPodSandboxResponse>, Status> {
+        self.0
+            .dispatch("StopPodSandbox", request, stop_pod_sandbox)
+            .await
+    }
+
+    async fn remove_pod_sandbox(
+        &self,
+        request: Request<v1::RemovePodSandboxRequest>,
+    ) -> Result<Response<v1::RemovePodSandboxResponse>, Status> {
+        self.0
+            .dispatch("RemovePodSandbox", request, remove_pod_sandbox)
+            .await
+    }
+
+    async fn pod_sandbox_status(
+        &self,
+        request: Request<v1::PodSandboxStatusRequest>,
+    ) -> Result<Response<v1::PodSandboxStatusResponse>, Status> {
+        self.0
+            .dispatch("PodSandboxStatus", request, pod_sandbox_status)
+            .await
+    }
+
+    async fn list_pod_sandbox(
+        &self,
+        request: Request<v1::ListPodSandboxRequest>,
+    ) -> Result<Response<v1::ListPodSandboxResponse>, Status> {
+        self.0
+            .dispatch("ListPodSandbox", request, list_pod_sandbox)
+            .await
+    }
+
+    type StreamPodSandboxesStream = Streaming<v1::StreamPodSandboxesResponse>;
+
+    async fn stream_pod_sandboxes(
+        &self,
+        request: Request<v1::StreamPodSandboxesRequest>,
+    ) -> Result<Response<Self::StreamPodSandboxesStream>, Status> {
+        self.unmodelled("StreamPodSandboxes", request).await
+    }
+
+    async fn create_container(
+        &self,
+        request: Request<v1::CreateContainerRequest>,
+    ) -> Result<Response<v1::CreateContainerResponse>, Status> {
+        self.0
+            .dispatch("CreateContainer", request, create_container)
+            .await
+    }
+
+    async fn start_container(
+        &self,
+        request: Request<v1::StartContainerRequest>,
+    ) -> Result<Response<v1::StartContainerResponse>, Status> {
+        self.0
+            .dispatch("StartContainer", request, start_container)
+            .await
+    }
+
+    async fn stop_container(
+        &self,
+        request: Request<v1::StopContainerRequest>,
+    ) -> Result<Response<v1::StopContainerResponse>, Status> {
+        self.0
+            .dispatch("StopContainer", request, stop_container)
+            .await
+    }
+
+    async fn remove_container(
+        &self,
+        request: Request<v1::RemoveContainerRequest>,
+    ) -> Result<Response<v1::RemoveContainerResponse>, Status> {
+        self.0
+            .dispatch("RemoveContainer", request, remove_container)
+            .await
+    }
+
+    async fn list_containers(
+        &self,
+        request: Request<v1::ListContainersRequest>,
+    ) -> Result<Response<v1::ListContainersResponse>, Status> {
+        self.0
+            .dispatch("ListContainers", request, list_containers)
+            .await
+    }
+
+    type StreamContainersStream = Streaming<v1::StreamContainersResponse>;
+
+    async fn stream_containers(
+        &self,
+        request: Request<v1::StreamContainersRequest>,
+    ) -> Result<Response<Self::StreamContainersStream>, Status> {
+        self.unmodelled("StreamContainers", request).await
+    }
+
+    async fn container_status(
+        &self,
+        request: Request<v1::ContainerStatusRequest>,
+    ) -> Result<Response<v1::ContainerStatusResponse>, Status> {
+        self.0
+            .dispatch("ContainerStatus", request, container_status)
+            .await
+    }
+
+    async fn update_container_resources(
+        &self,
+        request: Request<v1::UpdateContainerResourcesRequest>,
+    ) -> Result<Response<v1::UpdateContainerResourcesResponse>, Status> {
+        self.unmodelled("UpdateContainerResources", request).await
+    }
+
+    async fn reopen_container_log(
+        &self,
+        request: Request<v1::ReopenContainerLogRequest>,
+    ) -> Result<Response<v1::ReopenContainerLogResponse>, Status> {
+        self.unmodelled("ReopenContainerLog", request).await
+    }
+
+    async fn exec_sync(
+        &self,
+        request: Request<v1::ExecSyncRequest>,
+    ) -> Result<Response<v1::ExecSyncResponse>, Status> {
+        self.unmodelled("ExecSync", request).await
+    }
+
+    async fn exec(
+        &self,
+        request: Request<v1::ExecRequest>,
+    ) -> Result<Response<v1::ExecResponse>, Status> {
+        self.unmodelled("Exec", request).await
+    }
+
+    async fn attach(
+        &self,
+        request: Request<v1::AttachRequest>,
+    ) -> Result<Response<v1::AttachResponse>, Status> {
+        self.unmodelled("Attach", request).await
+    }
+
+    async fn port_forward(
+        &self,
+        request: Request<v1::PortForwardRequest>,
+    ) -> Result<Response<v1::PortForwardResponse>, Status> {
+        self.unmodelled("PortForward", request).await
+    }
+
+    async fn container_stats(
+        &self,
+        request: Request<v1::ContainerStatsRequest>,
+    ) -> Result<Response<v1::ContainerStatsResponse>, Status> {
+        self.unmodelled("ContainerStats", request).await
+    }
+
+    async fn list_container_stats(
+        &self,
+        request: Request<v1::ListContainerStatsRequest>,
+    ) -> Result<Response<v1::ListContainerStatsResponse>, Status> {
+        self.unmodelled("ListContainerStats", request).await
+    }
+
+    type StreamContainerStatsStream = Streaming<v1::StreamContainerStatsResponse>;
+
+    async fn stream_container_stats(
+        &self,
+        request: Request<v1::StreamContainerStatsRequest>,
+    ) -> Result<Response<Self::StreamContainerStatsStream>, Status> {
+        self.unmodelled("StreamContainerStats", request).await
+    }
+
+    async fn pod_sandbox_stats(
+        &self,
+        request: Request<v1::PodSandboxStatsRequest>,
+    ) -> Result<Response<v1::PodSandboxStatsResponse>, Status> {
+        self.unmodelled("PodSandboxStats", request).await
+    }
+
+    async fn list_pod_sandbox_stats(
+        &self,
+        request: Request<v1::ListPodSandboxStatsRequest>,
+    ) -> Result<Response<v1::ListPodSandboxStatsResponse>, Status> {
+        self.unmodelled("ListPodSandboxStats", request).await
+    }
+
+    type StreamPodSandboxStatsStream = Streaming<v1::StreamPodSandboxStatsResponse>;
+
+    async fn stream_pod_sandbox_stats(
+        &self,
+        request: Request<v1::StreamPodSandboxStatsRequest>,
+    ) -> Result<Response<Self::StreamPodSandboxStatsStream>, Status> {
+        self.unmodelled("StreamPodSandboxStats", request).await
+    }
+
+    async fn update_runtime_config(
+        &self,
+        request: Request<v1::UpdateRuntimeConfigRequest>,
+    ) -> Result<Response<v1::UpdateRuntimeConfigResponse>, Status> {
+        self.unmodelled("UpdateRuntimeConfig", request).await
+    }
+
+    async fn status(
+        &self,
+        request: Request<v1::StatusRequest>,
+    ) -> Result<Response<v1::StatusResponse>, Status> {
+        self.0.dispatch("Status", request, status).await
+    }
+
+    async fn checkpoint_container(
+        &self,
+        request: Request<v1::CheckpointContainerRequest>,
+    ) -> Result<Response<v1::CheckpointContainerResponse>, Status> {
+        self.unmodelled("CheckpointContainer", request).await
+    }
+
+    type GetContainerEventsStream = Streaming<v1::ContainerEventResponse>;
+
+    async fn get_container_events(
+        &self,
+        request: Request<v1::GetEventsRequest>,
+    ) -> Result<Response<Self::GetContainerEventsStream>, Status> {
+        self.unmodelled("GetContainerEvents", request).await
+    }
+
+    async fn list_metric_descriptors(
+        &self,
+        request: Request<v1::ListMetricDescriptorsRequest>,
+    ) -> Result<Response<v1::ListMetricDescriptorsResponse>, Status> {
+        self.unmodelled("ListMetricDescriptors", request).await
+    }
+
+    async fn list_pod_sandbox_metrics(
+        &self,
+        request: Request<v1::ListPodSandboxMetricsRequest>,
+    ) -> Result<Response<v1::ListPodSandboxMetricsResponse>, Status> {
+        self.unmodelled("ListPodSandboxMetrics", request).await
+    }
+
+    type StreamPodSandboxMetricsStream = Streaming<v1::StreamPodSandboxMetricsResponse>;
+
+    async fn stream_pod_sandbox_metrics(
+        &self,
+        request: Request<v1::StreamPodSandboxMetricsRequest>,
+    ) -> Result<Response<Self::StreamPodSandboxMetricsStream>, Status> {
+        self.unmodelled("StreamPodSandboxMetrics", request).await
+    }
+
+    async fn runtime_config(
+        &self,
+        request: Request<v1::RuntimeConfigRequest>,
+    ) -> Result<Response<v1::RuntimeConfigResponse>, Status> {
+        self.unmodelled("RuntimeConfig", request).await
+    }
+
+    async fn update_pod_sandbox_resources(
+        &self,
+        request: Request<v1::UpdatePodSandboxResourcesRequest>,
+    ) -> Result<Response<v1::UpdatePodSandboxResourcesResponse>, Status> {
+        self.unmodelled("UpdatePodSandboxResources", request).await
+    }
+}

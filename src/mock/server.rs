@@ -1,0 +1,197 @@
+//! The mock's transports: a unix socket (mode 0600, removed on shutdown) and an in-memory
+//! duplex for tests. Both serve RuntimeService, ImageService and MockControl on one router
+//! with the kubelet's 16 MiB message limits.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::transport::server::Router;
+use tonic::transport::{Channel, Server};
+
+use super::control::MockControlService;
+use super::control_api::mock_control_server::MockControlServer;
+use super::error::MockError;
+use super::image_service::MockImageService;
+use super::runtime_service::MockRuntimeService;
+use super::MockRuntime;
+use crate::cri::v1::image_service_server::ImageServiceServer;
+use crate::cri::v1::runtime_service_server::RuntimeServiceServer;
+use crate::cri::{CriClient, Endpoint, MAX_MESSAGE_SIZE};
+
+/// Per-call deadline of [`MockRuntime::duplex_client`].
+const DUPLEX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Buffer of each in-memory connection, per direction.
+const DUPLEX_BUFFER: usize = 1024 * 1024;
+/// How long shutdown waits for calls in flight (e.g. injected delays) before cutting them off.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// A mock served on a unix socket; stopping it (or dropping it) removes the socket.
+#[derive(Debug)]
+pub struct MockServer {
+    path: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl MockServer {
+    /// The endpoint clients dial, `unix://<path>`.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::Unix(self.path.clone())
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops serving (calls in flight get a short grace) and removes the socket.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            // The server task may already have ended; then there is nobody to tell.
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take() {
+            if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+            }
+        }
+        remove_socket(&self.path);
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            remove_socket(&self.path);
+        }
+    }
+}
+
+/// Removes our socket, tolerating that someone already did.
+fn remove_socket(path: &Path) {
+    if let Err(err) = std::fs::remove_file(path) {
+        if err.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(path = %path.display(), %err, "cannot remove the mock's socket");
+        }
+    }
+}
+
+impl MockRuntime {
+    /// The three services on one router, with 16 MiB limits both ways.
+    fn router(&self) -> Router {
+        let runtime = RuntimeServiceServer::new(MockRuntimeService(self.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        let image = ImageServiceServer::new(MockImageService(self.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        let control = MockControlServer::new(MockControlService(self.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        Server::builder()
+            .add_service(runtime)
+            .add_service(image)
+            .add_service(control)
+    }
+
+    /// Serves the mock on a unix socket at `path` (mode 0600) until the returned server is shut
+    /// down or dropped. A stale socket left by a dead server is replaced; a live one is not.
+    pub async fn serve_unix(&self, path: &Path) -> Result<MockServer, MockError> {
+        let path = path.to_path_buf();
+        clear_stale_socket(&path).await?;
+        let listener = UnixListener::bind(&path).map_err(|source| MockError::Bind {
+            path: path.clone(),
+            source,
+        })?;
+        // Explicit, whatever the umask: only the owner may talk to the runtime.
+        let mode = std::fs::Permissions::from_mode(0o600);
+        if let Err(source) = std::fs::set_permissions(&path, mode) {
+            remove_socket(&path);
+            return Err(MockError::Permissions { path, source });
+        }
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = self.router();
+        let incoming = UnixListenerStream::new(listener);
+        let served = path.clone();
+        let task = tokio::spawn(async move {
+            let signal = async {
+                // A dropped sender also means stop.
+                let _ = stopped.await;
+            };
+            if let Err(err) = router.serve_with_incoming_shutdown(incoming, signal).await {
+                tracing::error!(path = %served.display(), %err, "mock server failed");
+            }
+        });
+        tracing::info!(path = %path.display(), "mock CRI runtime serving");
+        Ok(MockServer {
+            path,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// A channel to this mock over an in-memory duplex: every (re)connect gets a fresh pipe
+    /// with its own server task, so no socket or port is involved.
+    pub async fn duplex_channel(&self) -> Result<Channel, MockError> {
+        let mock = self.clone();
+        // The URI is required by the endpoint builder but never dialled.
+        tonic::transport::Endpoint::from_static("http://mock.invalid")
+            .connect_with_connector(tower::service_fn(move |_: http::Uri| {
+                let (client, server) = tokio::io::duplex(DUPLEX_BUFFER);
+                let router = mock.router();
+                tokio::spawn(async move {
+                    let incoming = tokio_stream::iter([Ok::<_, std::io::Error>(server)]);
+                    if let Err(err) = router.serve_with_incoming(incoming).await {
+                        tracing::debug!(%err, "in-memory mock connection ended");
+                    }
+                });
+                async move { Ok::<_, std::io::Error>(TokioIo::new(client)) }
+            }))
+            .await
+            .map_err(|source| MockError::Duplex { source })
+    }
+
+    /// A CRI client to this mock over an in-memory duplex, with a 10 s per-call deadline.
+    pub async fn duplex_client(&self) -> Result<CriClient, MockError> {
+        let channel = self.duplex_channel().await?;
+        Ok(CriClient::new(
+            channel.clone(),
+            channel,
+            "mock (in-memory)",
+            DUPLEX_CALL_TIMEOUT,
+        ))
+    }
+}
+
+/// Makes way for a new socket at `path`: nothing there is fine, a socket nobody answers on is
+/// removed, a live socket or any other file is an error.
+async fn clear_stale_socket(path: &Path) -> Result<(), MockError> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(_) => return Ok(()),
+    };
+    if !metadata.file_type().is_socket() {
+        return Err(MockError::NotASocket {
+            path: path.to_path_buf(),
+        });
+    }
+    if UnixStream::connect(path).await.is_ok() {
+        return Err(MockError::InUse {
+            path: path.to_path_buf(),
+        });
+    }
+    std::fs::remove_file(path).map_err(|source| MockError::RemoveStale {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,113 @@
+//! Call-log summaries for the CRI requests the typed client never sends (the mock answers them
+//! Unimplemented, but still logs them): the id they name, or nothing.
+
+use crate::cri::v1;
+use crate::cri::RequestSummary;
+
+/// Implements `RequestSummary` from the request's id field, or as empty.
+macro_rules! summarise {
+    ($($request:ident => $field:ident as $label:literal;)*) => {
+        $(impl RequestSummary for v1::$request {
+            fn summary(&self) -> String {
+                format!(concat!($label, "={}"), self.$field)
+            }
+        })*
+    };
+    ($($request:ident;)*) => {
+        $(impl RequestSummary for v1::$request {
+            fn summary(&self) -> String {
+                String::new()
+            }
+        })*
+    };
+}
+
+summarise! {
+    UpdateContainerResourcesRequest => container_id as "id";
+    ReopenContainerLogRequest => container_id as "id";
+    ExecSyncRequest => container_id as "id";
+    ExecRequest => container_id as "id";
+    AttachRequest => container_id as "id";
+    PortForwardRequest => pod_sandbox_id as "sandbox";
+    ContainerStatsRequest => container_id as "id";
+    PodSandboxStatsRequest => pod_sandbox_id as "sandbox";
+    CheckpointContainerRequest => container_id as "id";
+    UpdatePodSandboxResourcesRequest => pod_sandbox_id as "sandbox";
+}
+
+summarise! {
+    ListContainerStatsRequest;
+    StreamContainerStatsRequest;
+    ListPodSandboxStatsRequest;
+    StreamPodSandboxStatsRequest;
+    UpdateRuntimeConfigRequest;
+    GetEventsRequest;
+    ListMetricDescriptorsRequest;
+    ListPodSandboxMetricsRequest;
+    StreamPodSandboxMetricsRequest;
+    RuntimeConfigRequest;
+}
+
+// The streaming lists carry the same filters as their unary twins; summarise them alike.
+impl RequestSummary for v1::StreamPodSandboxesRequest {
+    fn summary(&self) -> String {
+        v1::ListPodSandboxRequest {
+            filter: self.filter.clone(),
+        }
+        .summary()
+    }
+}
+
+impl RequestSummary for v1::StreamContainersRequest {
+    fn summary(&self) -> String {
+        v1::ListContainersRequest {
+            filter: self.filter.clone(),
+        }
+        .summary()
+    }
+}
+
+impl RequestSummary for v1::StreamImagesRequest {
+    fn summary(&self) -> String {
+        v1::ListImagesRequest {
+            filter: self.filter.clone(),
+        }
+        .summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unmodelled_requests_name_their_target() {
+        let exec = v1::ExecSyncRequest {
+            container_id: "abc".into(),
+            ..Default::default()
+        };
+        let forward = v1::PortForwardRequest {
+            pod_sandbox_id: "def".into(),
+            port: vec![80],
+        };
+        assert_eq!(
+            (exec.summary(), forward.summary()),
+            ("id=abc".into(), "sandbox=def".into())
+        );
+    }
+
+    #[test]
+    fn stream_requests_summarise_like_their_list_twins() {
+        let filter = v1::ContainerFilter {
+            id: "abc".into(),
+            ..Default::default()
+        };
+        let stream = v1::StreamContainersRequest {
+            filter: Some(filter.clone()),
+        };
+        let list = v1::ListContainersRequest {
+            filter: Some(filter),
+        };
+        assert_eq!(stream.summary(), list.summary());
+    }
+}

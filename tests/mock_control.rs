@@ -1,0 +1,537 @@
+//! The mock's control service, across the wire (in-memory duplex): version override, injected
+//! errors and delays, the clock, the call log, seeding and reset.
+
+mod support;
+
+use std::time::Duration;
+
+use cri_harness::cri::{v1, CriClient};
+use cri_harness::mock::control_api::{
+    mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, GetCallLogRequest,
+    InjectErrorRequest, InjectLatencyRequest, ResetRequest, SeedContainerRequest,
+    SeedPodSandboxRequest, SetClockRequest, SetVersionRequest,
+};
+use rstest::rstest;
+use support::{create_container, labels, mock, run_sandbox, sandbox_config};
+use tonic::transport::Channel;
+use tonic::Code;
+
+type Control = MockControlClient<Channel>;
+
+async fn inject_error(control: &mut Control, method: &str, code: Code, count: u32) {
+    control
+        .inject_error(InjectErrorRequest {
+            method: method.into(),
+            code: code as i32,
+            message: format!("injected {code:?}"),
+            count,
+        })
+        .await
+        .unwrap();
+}
+
+async fn call_log(control: &mut Control, clear: bool) -> Vec<CallRecord> {
+    control
+        .get_call_log(GetCallLogRequest { clear })
+        .await
+        .unwrap()
+        .into_inner()
+        .calls
+}
+
+async fn created_at(client: &CriClient, name: &str) -> i64 {
+    let id = run_sandbox(client, name).await;
+    client
+        .pod_sandbox_status(&id)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .created_at
+}
+
+#[rstest]
+#[case::odd_version(v1::VersionResponse { version: "9.9.9".into(), runtime_name: "other".into(), runtime_version: "x".into(), runtime_api_version: "v1alpha2".into() })]
+#[case::empty(v1::VersionResponse::default())]
+#[tokio::test]
+async fn set_version_is_answered_verbatim(#[case] answer: v1::VersionResponse) {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .set_version(SetVersionRequest {
+            version: Some(answer.clone()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(client.version("0.1.0").await.unwrap(), answer);
+    assert_eq!(client.version("").await.unwrap(), answer);
+}
+
+#[tokio::test]
+async fn an_injected_error_fails_the_next_calls_then_stops() {
+    let (_mock, client, mut control) = mock().await;
+    inject_error(&mut control, "Version", Code::Unavailable, 2).await;
+    let mut outcomes = Vec::new();
+    for _ in 0..3 {
+        outcomes.push(
+            client
+                .version("")
+                .await
+                .map(|_| ())
+                .map_err(|e| (e.code, e.message)),
+        );
+    }
+    let injected = Err((Code::Unavailable, "injected Unavailable".to_owned()));
+    assert_eq!(outcomes, [injected.clone(), injected, Ok(())]);
+}
+
+#[tokio::test]
+async fn a_count_of_zero_injects_one_failure() {
+    let (_mock, client, mut control) = mock().await;
+    inject_error(&mut control, "Status", Code::Internal, 0).await;
+    assert_eq!(client.status(false).await.unwrap_err().code, Code::Internal);
+    client.status(false).await.unwrap();
+}
+
+#[tokio::test]
+async fn injections_of_one_method_leave_the_others_alone() {
+    let (_mock, client, mut control) = mock().await;
+    inject_error(&mut control, "StopPodSandbox", Code::Internal, 1).await;
+    let id = run_sandbox(&client, "a").await;
+    client.pod_sandbox_status(&id).await.unwrap();
+    assert_eq!(
+        client.stop_pod_sandbox(&id).await.unwrap_err().code,
+        Code::Internal
+    );
+}
+
+#[tokio::test]
+async fn injected_errors_answer_before_any_state_change() {
+    let (_mock, client, mut control) = mock().await;
+    let id = run_sandbox(&client, "a").await;
+    inject_error(&mut control, "StopPodSandbox", Code::Unavailable, 1).await;
+    inject_error(&mut control, "RunPodSandbox", Code::Unavailable, 1).await;
+    client.stop_pod_sandbox(&id).await.unwrap_err();
+    client
+        .run_pod_sandbox(sandbox_config("b", "default", "uid-b", 0), "")
+        .await
+        .unwrap_err();
+    let sandboxes = client.list_pod_sandbox(None).await.unwrap();
+    let states: Vec<(String, i32)> = sandboxes.into_iter().map(|s| (s.id, s.state)).collect();
+    assert_eq!(states, [(id, v1::PodSandboxState::SandboxReady as i32)]);
+    // The failed RunPodSandbox reserved no name either.
+    run_sandbox(&client, "b").await;
+}
+
+#[tokio::test]
+async fn an_injected_error_can_fail_an_unmodelled_method_too() {
+    let (_mock, client, mut control) = mock().await;
+    inject_error(&mut control, "ExecSync", Code::DeadlineExceeded, 1).await;
+    let status = client
+        .runtime_service()
+        .exec_sync(v1::ExecSyncRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+}
+
+#[rstest]
+#[case::ok_code("Version", 0, "not an error code")]
+#[case::beyond_grpc_codes("Version", 17, "not an error code")]
+#[case::negative_code("Version", -1, "not an error code")]
+#[case::unknown_method("RunSandbox", 14, "valid methods: Version, RunPodSandbox,")]
+#[case::wrong_case("version", 14, "unknown CRI method \"version\"")]
+#[tokio::test]
+async fn inject_error_refuses_what_it_cannot_inject(
+    #[case] method: &str,
+    #[case] code: i32,
+    #[case] message: &str,
+) {
+    let (_mock, _client, mut control) = mock().await;
+    let status = control
+        .inject_error(InjectErrorRequest {
+            method: method.into(),
+            code,
+            message: String::new(),
+            count: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains(message), "{}", status.message());
+}
+
+#[tokio::test]
+async fn inject_latency_refuses_an_unknown_method() {
+    let (_mock, _client, mut control) = mock().await;
+    let status = control
+        .inject_latency(InjectLatencyRequest {
+            method: "Nope".into(),
+            delay_ms: 10,
+            count: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn injected_latency_holds_exactly_the_next_count_calls() {
+    let (_mock, client, mut control) = mock().await;
+    // An hour-long delay against a short deadline: a delayed call can only time out, an
+    // undelayed one answers, so counting outcomes observes the delay without timing it.
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "Version".into(),
+            delay_ms: 3_600_000,
+            count: 2,
+        })
+        .await
+        .unwrap();
+    let hasty = client.with_timeout(Duration::from_millis(300));
+    let mut codes = Vec::new();
+    for _ in 0..2 {
+        codes.push(
+            hasty
+                .version("")
+                .await
+                .map(|_| Code::Ok)
+                .unwrap_or_else(|e| e.code),
+        );
+    }
+    codes.push(
+        client
+            .version("")
+            .await
+            .map(|_| Code::Ok)
+            .unwrap_or_else(|e| e.code),
+    );
+    client.status(false).await.unwrap();
+    assert_eq!(
+        codes,
+        [Code::DeadlineExceeded, Code::DeadlineExceeded, Code::Ok]
+    );
+    let methods: Vec<String> = call_log(&mut control, false)
+        .await
+        .into_iter()
+        .map(|r| r.method)
+        .collect();
+    assert_eq!(methods, ["Version", "Version", "Version", "Status"]);
+}
+
+#[tokio::test]
+async fn a_frozen_clock_stamps_objects_and_advances_on_request() {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .set_clock(SetClockRequest {
+            unix_nanos: 1_700_000_000_000_000_000,
+        })
+        .await
+        .unwrap();
+    let first = created_at(&client, "a").await;
+    let same = created_at(&client, "b").await;
+    control
+        .advance_clock(AdvanceClockRequest { nanos: 1_500 })
+        .await
+        .unwrap();
+    let advanced = created_at(&client, "c").await;
+    assert_eq!(
+        (first, same, advanced),
+        (
+            1_700_000_000_000_000_000,
+            1_700_000_000_000_000_000,
+            1_700_000_000_000_001_500
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_wall_clock_returns_and_never_repeats_an_instant() {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .set_clock(SetClockRequest { unix_nanos: 1_000 })
+        .await
+        .unwrap();
+    let frozen = created_at(&client, "a").await;
+    control
+        .set_clock(SetClockRequest { unix_nanos: 0 })
+        .await
+        .unwrap();
+    let mut wall = Vec::new();
+    for name in ["b", "c", "d"] {
+        wall.push(created_at(&client, name).await);
+    }
+    assert_eq!(frozen, 1_000);
+    assert!(
+        wall[0] > frozen && wall[0] < wall[1] && wall[1] < wall[2],
+        "{wall:?}"
+    );
+}
+
+#[rstest]
+#[case::set_clock(true)]
+#[case::advance_clock(false)]
+#[tokio::test]
+async fn the_clock_refuses_negative_times(#[case] set: bool) {
+    let (_mock, _client, mut control) = mock().await;
+    let status = if set {
+        control.set_clock(SetClockRequest { unix_nanos: -1 }).await
+    } else {
+        control
+            .advance_clock(AdvanceClockRequest { nanos: -1 })
+            .await
+    }
+    .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+}
+
+fn record(seq: u64, method: &str, request: &str, code: Code, message: &str) -> CallRecord {
+    CallRecord {
+        seq,
+        method: method.into(),
+        request: request.into(),
+        code: code as i32,
+        message: message.into(),
+    }
+}
+
+#[tokio::test]
+async fn the_call_log_records_every_cri_call_in_arrival_order() {
+    let (_mock, client, mut control) = mock().await;
+    client.version("0.1.0").await.unwrap();
+    let id = run_sandbox(&client, "a").await;
+    client.stop_pod_sandbox("feed").await.unwrap_err();
+    inject_error(&mut control, "ListPodSandbox", Code::Unavailable, 1).await;
+    client.list_pod_sandbox(None).await.unwrap_err();
+    client
+        .runtime_service()
+        .exec_sync(v1::ExecSyncRequest {
+            container_id: "c1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    client.remove_pod_sandbox(&id).await.unwrap();
+    let log = call_log(&mut control, false).await;
+    let expected = [
+        record(0, "Version", "version=\"0.1.0\"", Code::Ok, ""),
+        record(
+            1,
+            "RunPodSandbox",
+            "default/a uid=uid-a attempt=0",
+            Code::Ok,
+            "",
+        ),
+        record(
+            2,
+            "StopPodSandbox",
+            "id=feed",
+            Code::NotFound,
+            "sandbox \"feed\" not found",
+        ),
+        record(
+            3,
+            "ListPodSandbox",
+            "filter=none",
+            Code::Unavailable,
+            "injected Unavailable",
+        ),
+        record(
+            4,
+            "ExecSync",
+            "id=c1",
+            Code::Unimplemented,
+            "cri-harness mock does not implement RuntimeService/ExecSync",
+        ),
+        record(5, "RemovePodSandbox", &format!("id={id}"), Code::Ok, ""),
+    ];
+    assert_eq!(log, expected);
+}
+
+#[tokio::test]
+async fn clearing_the_call_log_keeps_counting() {
+    let (_mock, client, mut control) = mock().await;
+    client.version("").await.unwrap();
+    assert_eq!(call_log(&mut control, true).await.len(), 1);
+    assert!(call_log(&mut control, false).await.is_empty());
+    client.status(false).await.unwrap();
+    let seqs: Vec<u64> = call_log(&mut control, false)
+        .await
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(seqs, [1]);
+}
+
+#[tokio::test]
+async fn reset_forgets_objects_faults_clock_version_and_log() {
+    let (_mock, client, mut control) = mock().await;
+    let sandbox = run_sandbox(&client, "a").await;
+    create_container(&client, &sandbox, "a", "app").await;
+    control
+        .set_version(SetVersionRequest {
+            version: Some(v1::VersionResponse::default()),
+        })
+        .await
+        .unwrap();
+    control
+        .set_clock(SetClockRequest { unix_nanos: 5 })
+        .await
+        .unwrap();
+    inject_error(&mut control, "Status", Code::Internal, 5).await;
+    control.reset(ResetRequest {}).await.unwrap();
+    assert!(call_log(&mut control, false).await.is_empty());
+    assert!(client.list_pod_sandbox(None).await.unwrap().is_empty());
+    assert!(client.list_containers(None).await.unwrap().is_empty());
+    assert!(client.list_images(None).await.unwrap().is_empty());
+    assert_eq!(
+        client.version("").await.unwrap().runtime_name,
+        "cri-harness-mock"
+    );
+    client.status(false).await.unwrap();
+    // Names are free again and ids start over, as on a fresh mock.
+    assert_eq!(run_sandbox(&client, "a").await, sandbox);
+    assert!(created_at(&client, "b").await > 5);
+    let seqs: Vec<u64> = call_log(&mut control, false)
+        .await
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(seqs[0], 0);
+}
+
+fn odd_sandbox(id: &str) -> v1::PodSandboxStatus {
+    v1::PodSandboxStatus {
+        id: id.into(),
+        metadata: None,
+        state: v1::PodSandboxState::SandboxNotready as i32,
+        created_at: 42,
+        network: Some(v1::PodSandboxNetworkStatus {
+            ip: "192.0.2.7".into(),
+            additional_ips: Vec::new(),
+        }),
+        labels: labels(&[("io.kubernetes.pod.uid", "u1")]),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_seeded_sandbox_is_answered_verbatim() {
+    let (_mock, client, mut control) = mock().await;
+    let seeded = odd_sandbox("seeded-sandbox");
+    control
+        .seed_pod_sandbox(SeedPodSandboxRequest {
+            status: Some(seeded.clone()),
+        })
+        .await
+        .unwrap();
+    let status = client
+        .pod_sandbox_status("seeded-sandbox")
+        .await
+        .unwrap()
+        .status;
+    assert_eq!(status, Some(seeded));
+    let listed = client.list_pod_sandbox(None).await.unwrap();
+    assert_eq!(
+        (listed[0].metadata.clone(), listed[0].created_at),
+        (None, 42)
+    );
+}
+
+#[tokio::test]
+async fn a_seeded_sandbox_without_an_id_gets_one() {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .seed_pod_sandbox(SeedPodSandboxRequest {
+            status: Some(odd_sandbox("")),
+        })
+        .await
+        .unwrap();
+    let id = client.list_pod_sandbox(None).await.unwrap()[0].id.clone();
+    assert_eq!(id.len(), 64);
+}
+
+#[tokio::test]
+async fn seeding_a_taken_id_is_refused() {
+    let (_mock, client, mut control) = mock().await;
+    let id = run_sandbox(&client, "a").await;
+    let status = control
+        .seed_pod_sandbox(SeedPodSandboxRequest {
+            status: Some(odd_sandbox(&id)),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::AlreadyExists);
+}
+
+#[tokio::test]
+async fn a_seeded_sandbox_reserves_its_name() {
+    let (_mock, client, mut control) = mock().await;
+    let mut seeded = odd_sandbox("seeded");
+    seeded.metadata = sandbox_config("a", "default", "uid-a", 0).metadata;
+    control
+        .seed_pod_sandbox(SeedPodSandboxRequest {
+            status: Some(seeded),
+        })
+        .await
+        .unwrap();
+    let err = client
+        .run_pod_sandbox(sandbox_config("a", "default", "uid-a", 0), "")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Code::Unknown);
+}
+
+#[tokio::test]
+async fn a_seeded_container_lives_in_a_sandbox_that_need_not_exist() {
+    let (_mock, client, mut control) = mock().await;
+    let seeded = v1::ContainerStatus {
+        id: "seeded-container".into(),
+        metadata: Some(v1::ContainerMetadata {
+            name: "app".into(),
+            attempt: 3,
+        }),
+        state: v1::ContainerState::ContainerUnknown as i32,
+        created_at: 7,
+        exit_code: -1,
+        ..Default::default()
+    };
+    control
+        .seed_container(SeedContainerRequest {
+            pod_sandbox_id: "ghost-sandbox".into(),
+            status: Some(seeded.clone()),
+        })
+        .await
+        .unwrap();
+    let status = client
+        .container_status("seeded-container")
+        .await
+        .unwrap()
+        .status;
+    assert_eq!(status, Some(seeded));
+    let filter = v1::ContainerFilter {
+        pod_sandbox_id: "ghost".into(),
+        ..Default::default()
+    };
+    let listed = client.list_containers(Some(filter)).await.unwrap();
+    let found: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|c| (c.id.as_str(), c.pod_sandbox_id.as_str()))
+        .collect();
+    assert_eq!(found, [("seeded-container", "ghost-sandbox")]);
+}
+
+#[tokio::test]
+async fn control_calls_are_not_logged() {
+    let (_mock, _client, mut control) = mock().await;
+    control
+        .set_clock(SetClockRequest { unix_nanos: 9 })
+        .await
+        .unwrap();
+    control
+        .seed_pod_sandbox(SeedPodSandboxRequest {
+            status: Some(odd_sandbox("x")),
+        })
+        .await
+        .unwrap();
+    assert!(call_log(&mut control, false).await.is_empty());
+}

@@ -1,0 +1,131 @@
+//! The mock on a unix socket: the smoke test of the real transport (mode 0600, all three
+//! services on one socket, removal on shutdown), stale-socket handling, and the
+//! `cri-harness mock --listen` command.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+
+use cri_harness::cri::{CriClient, Endpoint};
+use cri_harness::mock::control_api::GetCallLogRequest;
+use cri_harness::mock::{MockError, MockRuntime};
+use support::{control_client, mock_on_socket, run_sandbox, unix_channel, CALL_TIMEOUT};
+
+#[tokio::test]
+async fn the_mock_serves_all_services_on_a_private_socket_and_removes_it() {
+    let (_dir, server, client, mut control) = mock_on_socket().await;
+    let path = server.path().to_path_buf();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(server.endpoint(), Endpoint::Unix(path.clone()));
+    assert_eq!(client.version("").await.unwrap().runtime_api_version, "v1");
+    let sandbox = run_sandbox(&client, "a").await;
+    client.pull_image("busybox").await.unwrap();
+    let log = control
+        .get_call_log(GetCallLogRequest { clear: false })
+        .await
+        .unwrap()
+        .into_inner()
+        .calls;
+    assert_eq!(log.len(), 3);
+    assert_eq!(client.list_pod_sandbox(None).await.unwrap()[0].id, sandbox);
+    server.shutdown().await;
+    assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn dropping_the_server_removes_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.sock");
+    let server = MockRuntime::new().serve_unix(&path).await.unwrap();
+    assert!(path.exists());
+    drop(server);
+    assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn a_stale_socket_is_replaced_but_a_live_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.sock");
+    // A socket nobody listens on any more, as a killed server leaves behind.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let server = MockRuntime::new().serve_unix(&path).await.unwrap();
+    let second = MockRuntime::new().serve_unix(&path).await.unwrap_err();
+    assert!(matches!(second, MockError::InUse { .. }), "{second}");
+    let channel = unix_channel(&path).await;
+    let client = CriClient::new(channel.clone(), channel, "test", CALL_TIMEOUT);
+    client.version("").await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_file_in_the_way_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.sock");
+    std::fs::write(&path, "keep me").unwrap();
+    let err = MockRuntime::new().serve_unix(&path).await.unwrap_err();
+    assert!(matches!(err, MockError::NotASocket { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
+}
+
+#[tokio::test]
+async fn one_mock_can_be_reached_over_duplex_and_socket_at_once() {
+    let mock = MockRuntime::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = mock.serve_unix(&dir.path().join("m.sock")).await.unwrap();
+    let in_memory = mock.duplex_client().await.unwrap();
+    let sandbox = run_sandbox(&in_memory, "a").await;
+    let channel = unix_channel(server.path()).await;
+    let mut control = control_client(channel.clone());
+    let over_socket = CriClient::new(channel.clone(), channel, "test", CALL_TIMEOUT);
+    assert_eq!(
+        over_socket.list_pod_sandbox(None).await.unwrap()[0].id,
+        sandbox
+    );
+    let log = control
+        .get_call_log(GetCallLogRequest { clear: false })
+        .await
+        .unwrap();
+    assert_eq!(log.into_inner().calls.len(), 2);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_mock_command_serves_until_sigterm_then_removes_its_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cli.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+        .arg("mock")
+        .arg("--listen")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(
+        line.trim_end(),
+        format!("mock CRI runtime listening on unix://{}", path.display())
+    );
+    let channel = unix_channel(&path).await;
+    let client = CriClient::new(channel.clone(), channel, "test", CALL_TIMEOUT);
+    assert_eq!(
+        client.version("").await.unwrap().runtime_name,
+        "cri-harness-mock"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exit.success(), "{exit}");
+    assert!(!path.exists());
+}

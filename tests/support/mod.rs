@@ -1,0 +1,151 @@
+//! Shared harness for the integration tests: a mock runtime reached over the in-memory duplex
+//! (the default) or a unix socket, and builders for the CRI configs the tests send.
+// Each test binary compiles this module and uses a different part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cri_harness::cri::{v1, CriClient, MAX_MESSAGE_SIZE};
+use cri_harness::mock::control_api::mock_control_client::MockControlClient;
+use cri_harness::mock::{MockRuntime, MockServer};
+use hyper_util::rt::TokioIo;
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+/// Per-call deadline of the test clients.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A control client with the same message limits as the CRI client.
+pub fn control_client(channel: Channel) -> MockControlClient<Channel> {
+    MockControlClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_SIZE)
+        .max_encoding_message_size(MAX_MESSAGE_SIZE)
+}
+
+/// A fresh mock with a CRI client and a control client over the in-memory duplex.
+pub async fn mock() -> (MockRuntime, CriClient, MockControlClient<Channel>) {
+    let mock = MockRuntime::new();
+    let channel = mock.duplex_channel().await.expect("in-memory channel");
+    let client = CriClient::new(
+        channel.clone(),
+        channel.clone(),
+        "mock (in-memory)",
+        CALL_TIMEOUT,
+    );
+    (mock, client, control_client(channel))
+}
+
+/// A channel to a unix socket, built here so the tests do not depend on the cri module's
+/// connect code.
+pub async fn unix_channel(path: &Path) -> Channel {
+    let path: PathBuf = path.to_path_buf();
+    tonic::transport::Endpoint::from_static("http://mock.invalid")
+        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
+            let path = path.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(TokioIo::new(stream))
+            }
+        }))
+        .await
+        .expect("unix socket channel")
+}
+
+/// A fresh mock served on a unix socket in a new temporary directory, with clients to it.
+pub async fn mock_on_socket() -> (TempDir, MockServer, CriClient, MockControlClient<Channel>) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = MockRuntime::new()
+        .serve_unix(&dir.path().join("mock.sock"))
+        .await
+        .expect("mock on a unix socket");
+    let channel = unix_channel(server.path()).await;
+    let endpoint = server.endpoint().to_string();
+    let client = CriClient::new(channel.clone(), channel.clone(), endpoint, CALL_TIMEOUT);
+    (dir, server, client, control_client(channel))
+}
+
+/// A label or annotation map from pairs.
+pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// A pod-network sandbox config for pod `namespace/name` with the given uid and attempt.
+pub fn sandbox_config(
+    name: &str,
+    namespace: &str,
+    uid: &str,
+    attempt: u32,
+) -> v1::PodSandboxConfig {
+    v1::PodSandboxConfig {
+        metadata: Some(v1::PodSandboxMetadata {
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+            namespace: namespace.to_owned(),
+            attempt,
+        }),
+        log_directory: format!("/var/log/pods/{namespace}_{name}_{uid}"),
+        ..Default::default()
+    }
+}
+
+/// The same config with the pod in the node's network namespace.
+pub fn host_network(mut config: v1::PodSandboxConfig) -> v1::PodSandboxConfig {
+    let linux = config.linux.get_or_insert_with(Default::default);
+    let security = linux.security_context.get_or_insert_with(Default::default);
+    let options = security
+        .namespace_options
+        .get_or_insert_with(Default::default);
+    options.network = v1::NamespaceMode::Node as i32;
+    config
+}
+
+/// A container config for container `name` running `image`.
+pub fn container_config(name: &str, image: &str) -> v1::ContainerConfig {
+    v1::ContainerConfig {
+        metadata: Some(v1::ContainerMetadata {
+            name: name.to_owned(),
+            attempt: 0,
+        }),
+        image: Some(v1::ImageSpec {
+            image: image.to_owned(),
+            ..Default::default()
+        }),
+        log_path: format!("{name}/0.log"),
+        ..Default::default()
+    }
+}
+
+/// A READY pod-network sandbox for pod `default/<name>` (uid `uid-<name>`); answers its id.
+pub async fn run_sandbox(client: &CriClient, name: &str) -> String {
+    client
+        .run_pod_sandbox(
+            sandbox_config(name, "default", &format!("uid-{name}"), 0),
+            "",
+        )
+        .await
+        .expect("RunPodSandbox")
+}
+
+/// Pulls busybox and creates container `name` in the sandbox of pod `default/<pod>` made by
+/// [`run_sandbox`]; answers the container's id.
+pub async fn create_container(
+    client: &CriClient,
+    sandbox_id: &str,
+    pod: &str,
+    name: &str,
+) -> String {
+    client.pull_image("busybox").await.expect("PullImage");
+    client
+        .create_container(
+            sandbox_id,
+            container_config(name, "busybox"),
+            sandbox_config(pod, "default", &format!("uid-{pod}"), 0),
+        )
+        .await
+        .expect("CreateContainer")
+}
