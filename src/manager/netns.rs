@@ -1,0 +1,76 @@
+//! `get_netns`: the seed's lookup of a ready sandbox's network namespace path. CRI v1 dropped
+//! the path from the sandbox status, so it is read from the verbose status's `info` instead.
+
+use std::collections::BTreeMap;
+
+use super::{KubeGenericRuntimeManager, ManagerError};
+use crate::cri::labels::MANAGED;
+use crate::cri::v1;
+
+/// Key of the verbose-status `info` entry holding the runtime's JSON details.
+const INFO_KEY: &str = "info";
+/// Field of that JSON naming the network namespace path (containerd's spelling; the mock's too).
+const NETNS_FIELD: &str = "netNamespacePath";
+
+impl KubeGenericRuntimeManager {
+    /// The network namespace path of a ready, managed sandbox. A sandbox that is not ready or
+    /// not managed is not found. Ports `GetNetNS` (kuberuntime_manager.go, 2016), which read
+    /// `linux.namespaces.network` from v1alpha1's status; v1 has no such field, so this asks for
+    /// the verbose status and reads `netNamespacePath` from its `info` JSON, and a runtime that
+    /// does not put it there gets [`ManagerError::NetNsNotSupported`] as the seed's fake did.
+    pub async fn get_netns(&self, sandbox_id: &str) -> Result<String, ManagerError> {
+        let filter = v1::PodSandboxFilter {
+            id: sandbox_id.to_owned(),
+            state: Some(v1::PodSandboxStateValue {
+                state: v1::PodSandboxState::SandboxReady.into(),
+            }),
+            label_selector: BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())]),
+        };
+        let found = self.client.list_pod_sandbox(Some(filter)).await?;
+        let sandbox = found.first().ok_or_else(|| ManagerError::SandboxNotFound {
+            id: sandbox_id.to_owned(),
+        })?;
+        let answer = self
+            .client
+            .pod_sandbox_status_with(&sandbox.id, true)
+            .await?;
+        netns_path(&answer.info).ok_or_else(|| ManagerError::NetNsNotSupported {
+            id: sandbox_id.to_owned(),
+        })
+    }
+}
+
+/// `netNamespacePath` from a verbose status's `info["info"]` JSON; `None` when the entry is
+/// missing, is not JSON, or lacks a string field of that name. An empty path is returned as is
+/// (the seed also returned "" without error when the runtime said so).
+pub(crate) fn netns_path(info: &BTreeMap<String, String>) -> Option<String> {
+    let details: serde_json::Value = serde_json::from_str(info.get(INFO_KEY)?).ok()?;
+    details.get(NETNS_FIELD)?.as_str().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::containerd_shape(
+        Some(r#"{"pid":42,"netNamespacePath":"/var/run/netns/cni-1"}"#),
+        Some("/var/run/netns/cni-1")
+    )]
+    #[case::empty_path(Some(r#"{"netNamespacePath":""}"#), Some(""))]
+    #[case::no_info_entry(None, None)]
+    #[case::field_missing(Some(r#"{"pid":42}"#), None)]
+    #[case::field_not_a_string(Some(r#"{"netNamespacePath":7}"#), None)]
+    #[case::not_json(Some("netNamespacePath=/x"), None)]
+    fn netns_path_reads_the_verbose_info_json(
+        #[case] info: Option<&str>,
+        #[case] expected: Option<&str>,
+    ) {
+        let info: BTreeMap<String, String> = info
+            .map(|json| (INFO_KEY.to_owned(), json.to_owned()))
+            .into_iter()
+            .collect();
+        assert_eq!(netns_path(&info).as_deref(), expected);
+    }
+}
