@@ -23,3 +23,61 @@ use crate::cri::v1;
 
 /// The mock's control service (`proto/criharness/mock/v1/control.proto`), generated.
 pub use crate::cri::generated::criharness::mock::v1 as control_api;
+
+/// The mock runtime: every clone shares the same objects, clock, injected faults and call log,
+/// so one instance can be served on several transports at once.
+#[derive(Debug, Clone, Default)]
+pub struct MockRuntime {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// Everything a mock instance remembers; one lock, never held across an await.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    /// Sandboxes, containers, images and the counters that name them.
+    pub(crate) state: state::State,
+    /// The clock timestamps come from.
+    pub(crate) clock: clock::Clock,
+    /// Errors and delays a suite asked for.
+    pub(crate) faults: faults::Faults,
+    /// Every CRI call received, in arrival order.
+    pub(crate) log: call_log::CallLog,
+    /// The Version answer.
+    pub(crate) version: v1::VersionResponse,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            state: state::State::default(),
+            clock: clock::Clock::default(),
+            faults: faults::Faults::default(),
+            log: call_log::CallLog::default(),
+            version: default_version(),
+        }
+    }
+}
+
+/// The Version answer of a fresh mock (the brief's defaults, in containerd's shape).
+pub(crate) fn default_version() -> v1::VersionResponse {
+    v1::VersionResponse {
+        version: "0.1.0".to_owned(),
+        runtime_name: "cri-harness-mock".to_owned(),
+        runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
+        runtime_api_version: "v1".to_owned(),
+    }
+}
+
+impl MockRuntime {
+    /// A fresh mock: no objects, wall clock, no faults, empty call log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Locks the shared state.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Handlers validate before they mutate, so a panic cannot leave the state half-updated:
+        // keep answering rather than fail every later call.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
