@@ -68,6 +68,23 @@ pub enum PropError {
         /// What needed it.
         what: &'static str,
     },
+    /// A suite file of failing cases could not be rendered as YAML.
+    #[error("cannot render suite {suite}")]
+    Render {
+        /// The suite's name.
+        suite: String,
+        /// The serializer's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// The generator gave up on a value (a strategy rejected too many).
+    #[error("cannot generate {what}: {reason}")]
+    Generate {
+        /// What was being generated.
+        what: &'static str,
+        /// proptest's reason.
+        reason: String,
+    },
     /// The in-memory mock could not be reached.
     #[error("cannot connect to the in-memory mock")]
     Mock {

@@ -4,13 +4,15 @@
 
 mod apply;
 pub mod check;
+pub mod differential;
 mod error;
 mod model;
 mod property;
 mod scenario;
+mod suite_out;
 
 pub use apply::{
-    apply, control_client, read_state, sandbox_config, Applied, RuntimeState, Target,
+    apply, control_client, describe, read_state, sandbox_config, Applied, RuntimeState, Target,
     BUSYBOX_IMAGE, CONTAINER_COMMAND, INJECTED_MESSAGE,
 };
 pub use error::PropError;
@@ -25,3 +27,4 @@ pub use scenario::{
     faults, kill_plan, scenario, version_string, Faults, KillPlan, KillTarget, Op, PodLabels,
     Profile, Scenario, CONTAINER_NAMES, MAX_PODS, MAX_SANDBOXES_PER_POD,
 };
+pub use suite_out::{scenario_of, suite_case, suite_file};
