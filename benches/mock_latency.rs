@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cri_harness::cri::v1::runtime_service_client::RuntimeServiceClient;
-use cri_harness::cri::{v1, MAX_MESSAGE_SIZE};
+use cri_harness::cri::{self, v1, ConnectOptions, Endpoint, MAX_MESSAGE_SIZE};
 use cri_harness::mock::control_api::mock_control_client::MockControlClient;
 use cri_harness::mock::control_api::SeedContainerRequest;
 use cri_harness::mock::MockRuntime;
-use hyper_util::rt::TokioIo;
 use tonic::transport::Channel;
 
 const WARMUP_CALLS: usize = 2_000;
@@ -20,17 +19,10 @@ const SEEDED_CONTAINERS: usize = 1_000;
 const CONCURRENT_CLIENTS: usize = 2;
 const THROUGHPUT_WINDOW: Duration = Duration::from_secs(3);
 
-/// A fresh connection (its own HTTP/2 connection) to the socket.
+/// A fresh connection (its own HTTP/2 connection) to the socket, dialled as the harness does.
 async fn connect(path: &std::path::Path) -> anyhow::Result<Channel> {
-    let path = path.to_path_buf();
-    tonic::transport::Endpoint::from_static("http://mock.invalid")
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let path = path.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(TokioIo::new(stream))
-            }
-        }))
+    let endpoint = Endpoint::Unix(path.to_path_buf());
+    cri::channel(&endpoint, &ConnectOptions::default())
         .await
         .context("cannot connect to the mock's socket")
 }

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use cri_harness::cri::{CriClient, Endpoint};
+use cri_harness::cri::{self, ConnectOptions, CriClient, Endpoint};
 use cri_harness::mock::control_api::GetCallLogRequest;
 use cri_harness::mock::{MockError, MockRuntime};
 use support::{control_client, mock_on_socket, run_sandbox, unix_channel, CALL_TIMEOUT};
@@ -33,6 +33,27 @@ async fn the_mock_serves_all_services_on_a_private_socket_and_removes_it() {
     assert_eq!(client.list_pod_sandbox(None).await.unwrap()[0].id, sandbox);
     server.shutdown().await;
     assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn the_harness_connects_to_the_mock_as_to_any_cri_runtime() {
+    let (_dir, server, _client, mut control) = mock_on_socket().await;
+    let endpoint = server.endpoint();
+    let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
+        .await
+        .unwrap();
+    client.pull_image("busybox").await.unwrap();
+    let methods: Vec<String> = control
+        .get_call_log(GetCallLogRequest { clear: false })
+        .await
+        .unwrap()
+        .into_inner()
+        .calls
+        .into_iter()
+        .map(|r| r.method)
+        .collect();
+    assert_eq!(methods, ["Version", "ImageFsInfo", "PullImage"]);
+    server.shutdown().await;
 }
 
 #[tokio::test]

@@ -4,13 +4,12 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use cri_harness::cri::{v1, CriClient, MAX_MESSAGE_SIZE};
+use cri_harness::cri::{self, v1, ConnectOptions, CriClient, Endpoint, MAX_MESSAGE_SIZE};
 use cri_harness::mock::control_api::mock_control_client::MockControlClient;
 use cri_harness::mock::{MockRuntime, MockServer};
-use hyper_util::rt::TokioIo;
 use tempfile::TempDir;
 use tonic::transport::Channel;
 
@@ -37,18 +36,11 @@ pub async fn mock() -> (MockRuntime, CriClient, MockControlClient<Channel>) {
     (mock, client, control_client(channel))
 }
 
-/// A channel to a unix socket, built here so the tests do not depend on the cri module's
-/// connect code.
+/// A channel to the unix socket at `path`, dialled the way the harness dials runtimes (without
+/// the Version/ImageFsInfo probe of `cri::connect`, so the mock's call log stays empty).
 pub async fn unix_channel(path: &Path) -> Channel {
-    let path: PathBuf = path.to_path_buf();
-    tonic::transport::Endpoint::from_static("http://mock.invalid")
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let path = path.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(TokioIo::new(stream))
-            }
-        }))
+    let endpoint = Endpoint::Unix(path.to_path_buf());
+    cri::channel(&endpoint, &ConnectOptions::default())
         .await
         .expect("unix socket channel")
 }
