@@ -63,7 +63,7 @@ pub struct Difference {
     pub sequence: u64,
     /// What was compared (`get_pods(all=true)/p0/sandboxes`).
     pub path: String,
-    /// The mock's redacted answer ("<absent>" when it had none).
+    /// The mock's redacted answer (`<absent>` when it had none).
     pub mock: String,
     /// The runtime's redacted answer.
     pub runtime: String,
