@@ -443,11 +443,22 @@ pub async fn observe(
             .sandbox_statuses
             .iter()
             .map(|s| {
+                // The namespace options must be echoed: the modern kubelet recreates a
+                // sandbox whose status lacks them (spec R6.1).
+                let network = s
+                    .linux
+                    .as_ref()
+                    .and_then(|l| l.namespaces.as_ref())
+                    .and_then(|n| n.options.as_ref())
+                    .map_or("none", |o| {
+                        v1::NamespaceMode::try_from(o.network).map_or("?", |m| m.as_str_name())
+                    });
                 format!(
-                    "{}:{}:{}",
+                    "{}:{}:{}:net={network}:attempt={}",
                     redact.id(&s.id),
                     sandbox_state(s.state),
-                    redact.ip(&s.network.as_ref().map(|n| n.ip.clone()).unwrap_or_default())
+                    redact.ip(&s.network.as_ref().map(|n| n.ip.clone()).unwrap_or_default()),
+                    s.metadata.as_ref().map_or(0, |m| m.attempt)
                 )
             })
             .collect();
