@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use cri_harness::cri::{self, ConnectOptions, CriClient, Endpoint};
-use cri_harness::mock::control_api::GetCallLogRequest;
+use cri_harness::mock::control_api::{GetCallLogRequest, InjectLatencyRequest};
 use cri_harness::mock::{MockError, MockRuntime};
 use support::{control_client, mock_on_socket, run_sandbox, unix_channel, CALL_TIMEOUT};
 
@@ -54,6 +54,35 @@ async fn the_harness_connects_to_the_mock_as_to_any_cri_runtime() {
         .collect();
     assert_eq!(methods, ["Version", "ImageFsInfo", "PullImage"]);
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_cuts_off_a_call_held_by_injected_latency() {
+    let (_dir, server, client, mut control) = mock_on_socket().await;
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "Version".into(),
+            delay_ms: 3_600_000,
+            count: 1,
+        })
+        .await
+        .unwrap();
+    let held = tokio::spawn(async move { client.version("").await });
+    // Shut down only once the call is inside the mock, held by the delay.
+    while control
+        .get_call_log(GetCallLogRequest { clear: false })
+        .await
+        .unwrap()
+        .into_inner()
+        .calls
+        .is_empty()
+    {
+        tokio::task::yield_now().await;
+    }
+    let path = server.path().to_path_buf();
+    server.shutdown().await;
+    assert!(held.await.unwrap().is_err());
+    assert!(!path.exists());
 }
 
 #[tokio::test]

@@ -46,6 +46,15 @@ pub enum MockError {
         #[source]
         source: std::io::Error,
     },
+    /// The thread (or its runtime) serving the socket could not be started.
+    #[error("cannot start the thread serving the mock on {}", path.display())]
+    ServerThread {
+        /// The socket path.
+        path: PathBuf,
+        /// Why the thread or runtime failed to start.
+        #[source]
+        source: std::io::Error,
+    },
     /// The in-memory channel to the mock could not be set up.
     #[error("cannot connect an in-memory channel to the mock")]
     Duplex {

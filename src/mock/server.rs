@@ -1,6 +1,6 @@
-//! The mock's transports: a unix socket (mode 0600, removed on shutdown) and an in-memory
-//! duplex for tests. Both serve RuntimeService, ImageService and MockControl on one router
-//! with the kubelet's 16 MiB message limits.
+//! The mock's transports: a unix socket (mode 0600, removed on shutdown) served from a thread
+//! of its own, and an in-memory duplex for tests. Both serve RuntimeService, ImageService and
+//! MockControl on one router with the kubelet's 16 MiB message limits.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::sync::{oneshot, watch};
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Router;
 use tonic::transport::{Channel, Server};
@@ -35,8 +34,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct MockServer {
     path: PathBuf,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    /// Set to true (or dropped) to stop the server thread.
+    stop: Option<watch::Sender<bool>>,
+    /// Resolves when the server thread has stopped serving.
+    done: Option<oneshot::Receiver<()>>,
 }
 
 impl MockServer {
@@ -53,16 +54,12 @@ impl MockServer {
     /// Stops serving (calls in flight get a short grace) and removes the socket.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
-            // The server task may already have ended; then there is nobody to tell.
-            let _ = stop.send(());
+            // The thread may have ended already; then there is nobody to tell.
+            let _ = stop.send(true);
         }
-        if let Some(mut task) = self.task.take() {
-            if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
-                .await
-                .is_err()
-            {
-                task.abort();
-            }
+        if let Some(done) = self.done.take() {
+            // The thread cuts calls off after the grace itself; the margin covers its exit.
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE * 2, done).await;
         }
         remove_socket(&self.path);
     }
@@ -70,8 +67,8 @@ impl MockServer {
 
 impl Drop for MockServer {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
+        // Dropping the sender stops the thread just as a send would.
+        if self.stop.take().is_some() {
             remove_socket(&self.path);
         }
     }
@@ -106,37 +103,58 @@ impl MockRuntime {
 
     /// Serves the mock on a unix socket at `path` (mode 0600) until the returned server is shut
     /// down or dropped. A stale socket left by a dead server is replaced; a live one is not.
+    ///
+    /// The server runs on a thread of its own with a single-threaded runtime (every call
+    /// serialises on the mock's one lock anyway): it answers even while the caller's runtime is
+    /// blocked, and stopping it ends every connection, calls held by injected latency included,
+    /// since its runtime goes with it.
     pub async fn serve_unix(&self, path: &Path) -> Result<MockServer, MockError> {
         let path = path.to_path_buf();
         clear_stale_socket(&path).await?;
-        let listener = UnixListener::bind(&path).map_err(|source| MockError::Bind {
-            path: path.clone(),
-            source,
-        })?;
+        let listener =
+            std::os::unix::net::UnixListener::bind(&path).map_err(|source| MockError::Bind {
+                path: path.clone(),
+                source,
+            })?;
         // Explicit, whatever the umask: only the owner may talk to the runtime.
         let mode = std::fs::Permissions::from_mode(0o600);
         if let Err(source) = std::fs::set_permissions(&path, mode) {
             remove_socket(&path);
             return Err(MockError::Permissions { path, source });
         }
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = self.router();
-        let incoming = UnixListenerStream::new(listener);
-        let served = path.clone();
-        let task = tokio::spawn(async move {
-            let signal = async {
-                // A dropped sender also means stop.
-                let _ = stopped.await;
-            };
-            if let Err(err) = router.serve_with_incoming_shutdown(incoming, signal).await {
-                tracing::error!(path = %served.display(), %err, "mock server failed");
+        let started = listener
+            .set_nonblocking(true)
+            .and_then(|()| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            })
+            .and_then(|runtime| {
+                let (stop, stopped) = watch::channel(false);
+                let (finished, done) = oneshot::channel();
+                let router = self.router();
+                let served = path.clone();
+                std::thread::Builder::new()
+                    .name("mock-cri-server".to_owned())
+                    .spawn(move || {
+                        runtime.block_on(serve(router, listener, stopped, &served));
+                        // Nobody may be waiting for the end; that is fine.
+                        let _ = finished.send(());
+                    })
+                    .map(|_| (stop, done))
+            });
+        let (stop, done) = match started {
+            Ok(handles) => handles,
+            Err(source) => {
+                remove_socket(&path);
+                return Err(MockError::ServerThread { path, source });
             }
-        });
+        };
         tracing::info!(path = %path.display(), "mock CRI runtime serving");
         Ok(MockServer {
             path,
             stop: Some(stop),
-            task: Some(task),
+            done: Some(done),
         })
     }
 
@@ -170,6 +188,44 @@ impl MockRuntime {
             "mock (in-memory)",
             DUPLEX_CALL_TIMEOUT,
         ))
+    }
+}
+
+/// Serves `router` on `listener` until `stopped` turns true or its sender goes, then gives calls
+/// in flight `SHUTDOWN_GRACE` before dropping them with the runtime.
+async fn serve(
+    router: Router,
+    listener: std::os::unix::net::UnixListener,
+    stopped: watch::Receiver<bool>,
+    path: &Path,
+) {
+    let listener = match UnixListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => {
+            tracing::error!(path = %path.display(), %err, "mock server cannot use its socket");
+            return;
+        }
+    };
+    let mut graceful = stopped.clone();
+    let signal = async move {
+        // An error means the sender is gone, which also means stop.
+        let _ = graceful.wait_for(|stop| *stop).await;
+    };
+    let mut hard = stopped;
+    let deadline = async move {
+        let _ = hard.wait_for(|stop| *stop).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    let incoming = UnixListenerStream::new(listener);
+    tokio::select! {
+        served = router.serve_with_incoming_shutdown(incoming, signal) => {
+            if let Err(err) = served {
+                tracing::error!(path = %path.display(), %err, "mock server failed");
+            }
+        }
+        () = deadline => {
+            tracing::warn!(path = %path.display(), "mock server cut off calls still in flight");
+        }
     }
 }
 

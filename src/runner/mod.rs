@@ -1,1 +1,679 @@
-//! (being built)
+//! The runner: selects cases, runs each in isolation (its own namespace, pod UIDs and labels;
+//! on the mock its own runtime behind a real socket), removes what each made, compares its
+//! snapshot, and gathers the outcomes into a [`RunReport`].
+
+mod case;
+pub mod cleanup;
+pub mod redact;
+pub mod snapshot;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use regex::Regex;
+use serde::Serialize;
+use tokio::sync::watch;
+
+pub use case::{namespace, pod_uid};
+
+use self::case::{CaseRun, Env};
+use self::snapshot::{Policy, SnapshotStatus};
+use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
+use crate::mock::control_api::mock_control_client::MockControlClient;
+use crate::mock::MockRuntime;
+use crate::suite::{Case, Suite};
+
+/// Consecutive cases that could not reach the runtime before the run gives up on it.
+const UNREACHABLE_LIMIT: usize = 3;
+
+/// What the cases run against.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A fresh built-in mock runtime per case, each on its own unix socket.
+    Mock,
+    /// A real runtime, shared by all cases.
+    Endpoint {
+        /// RuntimeService endpoint.
+        runtime: Endpoint,
+        /// ImageService endpoint.
+        image: Endpoint,
+    },
+}
+
+/// Which cases to run; all of them by default.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only cases whose `suite/case` matches.
+    pub focus: Option<Regex>,
+    /// No case whose `suite/case` matches.
+    pub skip: Option<Regex>,
+    /// Only cases with at least one of these tags (none: no tag filter).
+    pub tags: Vec<String>,
+}
+
+impl Filter {
+    /// True when the case is selected.
+    pub fn selects(&self, suite: &Suite, case: &Case) -> bool {
+        let name = case.full_name(suite);
+        self.focus.as_ref().is_none_or(|re| re.is_match(&name))
+            && !self.skip.as_ref().is_some_and(|re| re.is_match(&name))
+            && (self.tags.is_empty() || self.tags.iter().any(|t| case.tags.contains(t)))
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The runtime.
+    pub target: Target,
+    /// The suites to pick cases from.
+    pub suites: Vec<Suite>,
+    /// Which cases.
+    pub filter: Filter,
+    /// Cases run at once (at least 1).
+    pub parallel: usize,
+    /// Bound on one case's steps.
+    pub case_timeout: Duration,
+    /// Bound on one case's cleanup, which runs after a timeout too.
+    pub cleanup_timeout: Duration,
+    /// Connection and per-call timeouts.
+    pub connect: ConnectOptions,
+    /// Root of the snapshot tree.
+    pub snapshot_dir: PathBuf,
+    /// Missing and changed snapshots.
+    pub snapshots: Policy,
+    /// Labels everything the run creates; see [`new_run_id`].
+    pub run_id: String,
+}
+
+/// A fresh run id: 8 hex digits from the clock and the process id, short enough for
+/// namespaces and labels.
+pub fn new_run_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+    format!("{:08x}", (mixed ^ (mixed >> 29)) as u32)
+}
+
+/// True when `id` can label objects and name namespaces: 1-20 lower-case letters, digits, `-`.
+pub fn valid_run_id(id: &str) -> bool {
+    (1..=20).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !id.starts_with('-')
+        && !id.ends_with('-')
+}
+
+/// Stops a run from outside (Ctrl-C): no case starts after it, running cases are cancelled
+/// and cleaned up.
+#[derive(Debug, Clone)]
+pub struct Interrupt(Arc<watch::Sender<bool>>);
+
+impl Default for Interrupt {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Interrupt {
+    /// Not triggered yet.
+    pub fn new() -> Self {
+        Self(Arc::new(watch::channel(false).0))
+    }
+
+    /// Asks the run to stop.
+    pub fn trigger(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Whether it was asked to stop.
+    pub fn is_triggered(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once triggered.
+    pub async fn triggered(&self) {
+        let mut receiver = self.0.subscribe();
+        // An error means the sender is gone, which cannot happen while `self` holds it.
+        let _ = receiver.wait_for(|stop| *stop).await;
+    }
+}
+
+/// How a case ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", content = "reason", rename_all = "snake_case")]
+pub enum CaseOutcome {
+    /// Every step and its expectations held, cleanup left nothing, the snapshot matches.
+    Passed,
+    /// Why it failed.
+    Failed(String),
+    /// Why it did not run.
+    Skipped(String),
+}
+
+/// The snapshot of one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SnapshotReport {
+    /// The `.snap` file.
+    pub path: PathBuf,
+    /// How it compared.
+    #[serde(flatten)]
+    pub status: SnapshotStatus,
+}
+
+/// One case's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseReport {
+    /// Suite name.
+    pub suite: String,
+    /// Case name.
+    pub case: String,
+    /// The suite file.
+    pub source: String,
+    /// The case's line in it.
+    pub line: usize,
+    /// Its number in this run (namespace `crih-<run>-<number>`).
+    pub number: usize,
+    /// How it ended.
+    #[serde(flatten)]
+    pub outcome: CaseOutcome,
+    /// Wall time, setup to cleanup.
+    #[serde(serialize_with = "seconds")]
+    pub duration: Duration,
+    /// Its snapshot, when it got that far.
+    pub snapshot: Option<SnapshotReport>,
+    /// It failed because the runtime did not answer.
+    #[serde(skip)]
+    pub unreachable: bool,
+}
+
+impl CaseReport {
+    /// `suite/case`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.suite, self.case)
+    }
+}
+
+fn seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The run id on every object it made.
+    pub run_id: String,
+    /// `mock` or the runtime endpoint.
+    pub target: String,
+    /// Snapshot directory name: `mock` or the runtime's name.
+    pub target_kind: String,
+    /// Every selected case, in suite and file order.
+    pub cases: Vec<CaseReport>,
+    /// Suite files that could not be used, and problems of the run as a whole.
+    pub errors: Vec<String>,
+    /// Why the run stopped early, if it did.
+    pub aborted: Option<String>,
+    /// It was interrupted by a signal.
+    pub interrupted: bool,
+    /// Wall time.
+    #[serde(serialize_with = "seconds")]
+    pub duration: Duration,
+}
+
+impl RunReport {
+    fn count(&self, pick: fn(&CaseOutcome) -> bool) -> usize {
+        self.cases.iter().filter(|c| pick(&c.outcome)).count()
+    }
+
+    /// Cases that passed.
+    pub fn passed(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Passed))
+    }
+
+    /// Cases that failed.
+    pub fn failed(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Failed(_)))
+    }
+
+    /// Cases that were skipped.
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Skipped(_)))
+    }
+
+    /// No failure, no bad suite file, not aborted or interrupted.
+    pub fn success(&self) -> bool {
+        self.failed() == 0 && self.errors.is_empty() && self.aborted.is_none() && !self.interrupted
+    }
+}
+
+/// Called as each case finishes, in completion order.
+pub type Progress = Arc<dyn Fn(&CaseReport) + Send + Sync>;
+
+/// What every case shares.
+struct Shared {
+    config: RunConfig,
+    client: Option<CriClient>,
+    target: String,
+    target_kind: String,
+    interrupt: Interrupt,
+    unreachable_streak: AtomicUsize,
+    abort: Mutex<Option<String>>,
+    progress: Option<Progress>,
+}
+
+impl Shared {
+    fn aborted(&self) -> Option<String> {
+        self.abort
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Runs the selected cases and reports on them. Never fails as a whole: a runtime that cannot
+/// be reached ends the run with [`RunReport::aborted`] set.
+pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progress>) -> RunReport {
+    let started = Instant::now();
+    let selected: Vec<(Suite, Case)> = config
+        .suites
+        .iter()
+        .flat_map(|suite| {
+            suite
+                .cases
+                .iter()
+                .filter(|case| config.filter.selects(suite, case))
+                .map(move |case| (suite.clone(), case.clone()))
+        })
+        .collect();
+    let mut report = RunReport {
+        run_id: config.run_id.clone(),
+        target: "mock".to_owned(),
+        target_kind: "mock".to_owned(),
+        cases: Vec::new(),
+        errors: Vec::new(),
+        aborted: None,
+        interrupted: false,
+        duration: Duration::ZERO,
+    };
+    let client = match &config.target {
+        Target::Mock => None,
+        Target::Endpoint { runtime, image } => {
+            report.target = runtime.to_string();
+            match connect_runtime(runtime, image, &config.connect).await {
+                Ok((client, kind)) => {
+                    report.target_kind = kind;
+                    Some(client)
+                }
+                Err(message) => {
+                    report.aborted = Some(message);
+                    report.duration = started.elapsed();
+                    return report;
+                }
+            }
+        }
+    };
+    let parallel = config.parallel.max(1);
+    let shared = Arc::new(Shared {
+        config,
+        client,
+        target: report.target.clone(),
+        target_kind: report.target_kind.clone(),
+        interrupt,
+        unreachable_streak: AtomicUsize::new(0),
+        abort: Mutex::new(None),
+        progress,
+    });
+    let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
+        .map(|(index, (suite, case))| {
+            let shared = shared.clone();
+            async move { run_case(&shared, &suite, &case, index + 1).await }
+        })
+        .buffer_unordered(parallel)
+        .collect()
+        .await;
+    cases.sort_by_key(|c| c.number);
+    report.cases = cases;
+    report.aborted = shared.aborted();
+    report.interrupted = shared.interrupt.is_triggered();
+    report.duration = started.elapsed();
+    report
+}
+
+/// Connects to a real runtime and learns its name (the snapshot directory).
+async fn connect_runtime(
+    runtime: &Endpoint,
+    image: &Endpoint,
+    options: &ConnectOptions,
+) -> Result<(CriClient, String), String> {
+    let client = cri::connect(runtime, image, options)
+        .await
+        .map_err(|err| format!("cannot reach the runtime at {runtime}: {err}"))?;
+    let version = client
+        .version("")
+        .await
+        .map_err(|err| format!("the runtime at {runtime} does not answer Version: {err}"))?;
+    Ok((client, target_kind(&version.runtime_name)))
+}
+
+/// A runtime name as a directory name.
+pub fn target_kind(runtime_name: &str) -> String {
+    let kind: String = runtime_name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if kind.is_empty() || kind.starts_with('.') {
+        "unnamed-runtime".to_owned()
+    } else {
+        kind
+    }
+}
+
+/// Runs one case and reports it (also to the progress callback).
+async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> CaseReport {
+    let started = Instant::now();
+    let (outcome, snapshot, unreachable) = case_outcome(shared, suite, case, number).await;
+    let report = CaseReport {
+        suite: suite.name.clone(),
+        case: case.name.clone(),
+        source: suite.source.clone(),
+        line: case.line,
+        number,
+        outcome,
+        duration: started.elapsed(),
+        snapshot,
+        unreachable,
+    };
+    if matches!(report.outcome, CaseOutcome::Failed(_)) && unreachable {
+        let streak = shared.unreachable_streak.fetch_add(1, Ordering::SeqCst) + 1;
+        if streak >= UNREACHABLE_LIMIT && shared.client.is_some() {
+            let mut abort = shared.abort.lock().unwrap_or_else(PoisonError::into_inner);
+            abort.get_or_insert_with(|| {
+                format!(
+                    "the runtime at {} stopped answering ({streak} cases in a row could not reach it); the run stops here",
+                    shared.target
+                )
+            });
+        }
+    } else if !matches!(report.outcome, CaseOutcome::Skipped(_)) {
+        shared.unreachable_streak.store(0, Ordering::SeqCst);
+    }
+    if let Some(progress) = &shared.progress {
+        progress(&report);
+    }
+    report
+}
+
+type Outcome = (CaseOutcome, Option<SnapshotReport>, bool);
+
+async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
+    if shared.interrupt.is_triggered() {
+        return (
+            CaseOutcome::Skipped("not run: the run was interrupted".to_owned()),
+            None,
+            false,
+        );
+    }
+    if let Some(reason) = shared.aborted() {
+        return (
+            CaseOutcome::Skipped(format!("not run: {reason}")),
+            None,
+            false,
+        );
+    }
+    match &shared.client {
+        Some(client) => {
+            if case.needs_mock_control() {
+                let reason =
+                    "needs the mock's control service (mock_control); the target is a real runtime";
+                return (CaseOutcome::Skipped(reason.to_owned()), None, false);
+            }
+            let env = Env {
+                client: client.clone(),
+                control: None,
+            };
+            run_in(shared, suite, case, number, env).await
+        }
+        None => run_on_mock(shared, suite, case, number).await,
+    }
+}
+
+/// A fresh mock per case on its own socket, reached through the real connect path.
+async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
+    let failed = |message: String| (CaseOutcome::Failed(message), None, false);
+    let dir = match tempfile::Builder::new()
+        .prefix("cri-harness-mock-")
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(err) => {
+            return failed(format!(
+                "cannot make a directory for the mock's socket: {err}"
+            ))
+        }
+    };
+    let mock = MockRuntime::new();
+    let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
+        Ok(server) => server,
+        Err(err) => return failed(format!("cannot start the mock runtime: {err}")),
+    };
+    let endpoint = server.endpoint();
+    let options = &shared.config.connect;
+    let connected = async {
+        let client = cri::connect(&endpoint, &endpoint, options).await?;
+        let channel = cri::channel(&endpoint, options).await?;
+        Ok::<_, cri::ConnectError>((client, channel))
+    }
+    .await;
+    let outcome = match connected {
+        Ok((client, channel)) => {
+            let env = Env {
+                client,
+                control: Some(MockControlClient::new(channel)),
+            };
+            run_in(shared, suite, case, number, env).await
+        }
+        Err(err) => failed(format!("cannot connect to the mock runtime: {err}")),
+    };
+    server.shutdown().await;
+    outcome
+}
+
+/// Runs the steps under the case timeout (or until interrupted), cleans up under its own
+/// bound, sweeps for leaks, then compares the snapshot if everything else held.
+async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env: Env) -> Outcome {
+    let config = &shared.config;
+    let mut run = CaseRun::new(case, env, &config.run_id, number);
+    let at = |index: usize| {
+        format!(
+            "{}:{}: case `{}`, step {} `{}`",
+            suite.source,
+            case.step_line(index),
+            case.name,
+            index + 1,
+            case.steps.get(index).map_or("?", |s| s.name())
+        )
+    };
+    let steps = tokio::select! {
+        result = tokio::time::timeout(config.case_timeout, run.run()) => match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(failure)) => Err((format!("{}: {}", at(failure.index), failure.message), failure.transport)),
+            Err(_) => Err((
+                format!("{}: timed out after {:?} (--case-timeout)", at(run.current_step()), config.case_timeout),
+                true,
+            )),
+        },
+        () = shared.interrupt.triggered() => Err((format!("{}: interrupted", at(run.current_step())), false)),
+    };
+    let mut failures: Vec<String> = Vec::new();
+    let mut unreachable = false;
+    if let Err((message, transport)) = steps {
+        failures.push(message);
+        unreachable = transport;
+    }
+
+    let selector = cleanup::Selector {
+        run_id: Some(config.run_id.clone()),
+        case: Some(number),
+    };
+    let client = run.client().clone();
+    let cleaned = tokio::time::timeout(config.cleanup_timeout, async {
+        let removal = cleanup::remove(&client, &selector).await;
+        let left = cleanup::remaining(&client, &selector).await;
+        (removal, left)
+    })
+    .await;
+    match cleaned {
+        Ok((removal, left)) => match left {
+            Ok(left) if !left.is_empty() => {
+                let names: Vec<String> = left.iter().map(|o| run.redact(&o.to_string())).collect();
+                let mut message = format!(
+                    "cleanup left {} objects on the runtime: {}",
+                    left.len(),
+                    names.join(", ")
+                );
+                if !removal.errors.is_empty() {
+                    message.push_str(&format!(
+                        " (errors: {})",
+                        run.redact(&removal.errors.join("; "))
+                    ));
+                }
+                failures.push(message);
+            }
+            Ok(_) => {}
+            Err(err) => {
+                unreachable |= case::is_transport(err.code);
+                failures.push(format!(
+                    "cannot list what the case left: {}",
+                    run.redact(&err.to_string())
+                ));
+            }
+        },
+        Err(_) => {
+            unreachable = true;
+            failures.push(format!(
+                "cleanup did not finish within {:?}",
+                config.cleanup_timeout
+            ));
+        }
+    }
+    if !failures.is_empty() {
+        return (CaseOutcome::Failed(failures.join("; ")), None, unreachable);
+    }
+
+    let path = snapshot::path(
+        &config.snapshot_dir,
+        &shared.target_kind,
+        &suite.name,
+        &case.name,
+    );
+    let contents = snapshot::render(&suite.source, &case.name, &run.snapshot_body());
+    match snapshot::check(&path, &contents, config.snapshots) {
+        Ok(status) => {
+            let outcome = match &status {
+                SnapshotStatus::Missing => CaseOutcome::Failed(format!(
+                    "missing snapshot {} (CI=true; run without CI or with --update-snapshots to write it)",
+                    path.display()
+                )),
+                SnapshotStatus::Changed { new_path, .. } => CaseOutcome::Failed(format!(
+                    "snapshot {} changed; the new one is {} (review it, then --update-snapshots)",
+                    path.display(),
+                    new_path.display()
+                )),
+                _ => CaseOutcome::Passed,
+            };
+            (outcome, Some(SnapshotReport { path, status }), false)
+        }
+        Err(err) => (
+            CaseOutcome::Failed(format!("{err}: {}", source_text(&err))),
+            None,
+            false,
+        ),
+    }
+}
+
+fn source_text(err: &dyn std::error::Error) -> String {
+    err.source().map_or_else(String::new, ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::plain("containerd", "containerd")]
+    #[case::upper_and_spaces("CRI O", "cri-o")]
+    #[case::empty("", "unnamed-runtime")]
+    #[case::dot_start("..", "unnamed-runtime")]
+    fn runtime_names_become_directory_names(#[case] name: &str, #[case] expected: &str) {
+        assert_eq!(target_kind(name), expected);
+    }
+
+    #[rstest]
+    #[case::generated(&new_run_id(), true)]
+    #[case::simple("nightly-1", true)]
+    #[case::upper("Nightly", false)]
+    #[case::too_long("abcdefghijklmnopqrstu", false)]
+    #[case::empty("", false)]
+    #[case::edge_dash("-a", false)]
+    fn run_ids_must_fit_labels_and_namespaces(#[case] id: &str, #[case] expected: bool) {
+        assert_eq!(valid_run_id(id), expected);
+    }
+
+    fn suite_with(cases: &[(&str, &[&str])]) -> Suite {
+        let text = cases
+            .iter()
+            .map(|(name, tags)| {
+                format!(
+                    "  - name: {name}\n    tags: [{}]\n    steps:\n      - version: {{}}\n",
+                    tags.join(", ")
+                )
+            })
+            .collect::<String>();
+        crate::suite::parse("s.yaml", &format!("suite: s\nabout: x\ncases:\n{text}")).unwrap()
+    }
+
+    #[rstest]
+    #[case::everything(None, None, &[], &["a-one", "b-two", "c-three"])]
+    #[case::focus(Some("s/b"), None, &[], &["b-two"])]
+    #[case::skip(None, Some("two|three"), &[], &["a-one"])]
+    #[case::tags(None, None, &["x"], &["a-one", "c-three"])]
+    #[case::focus_and_tags(Some("three"), None, &["x"], &["c-three"])]
+    fn the_filter_selects_by_focus_skip_and_tags(
+        #[case] focus: Option<&str>,
+        #[case] skip: Option<&str>,
+        #[case] tags: &[&str],
+        #[case] expected: &[&str],
+    ) {
+        let suite = suite_with(&[
+            ("a-one", &["x"]),
+            ("b-two", &["y"]),
+            ("c-three", &["x", "y"]),
+        ]);
+        let filter = Filter {
+            focus: focus.map(|f| Regex::new(f).unwrap()),
+            skip: skip.map(|s| Regex::new(s).unwrap()),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        };
+        let selected: Vec<&str> = suite
+            .cases
+            .iter()
+            .filter(|c| filter.selects(&suite, c))
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(selected, expected);
+    }
+}

@@ -1,0 +1,232 @@
+//! Redaction: everything that differs from run to run or runtime to runtime (ids, UIDs, the
+//! namespace, IPs, timestamps, the run id) becomes a stable token named after the suite's
+//! aliases, so a snapshot is byte-stable and the mock's and a real runtime's read alike.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_yaml::Value;
+
+use crate::cri::labels;
+
+/// 64 hexadecimal characters: what containerd and the mock use for ids.
+static ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[0-9a-f]{64}\b").expect("valid"));
+/// Dotted-quad IPv4 addresses.
+static IPV4: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\b")
+        .expect("valid")
+});
+/// UUIDs, as in the network namespace paths CNI runtimes create.
+static UUID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b").expect("valid")
+});
+
+/// Maps a case's volatile values to stable tokens. Fed as the case creates objects.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Literal replacements; applied longest first so a UID is not cut by a shorter one.
+    literals: BTreeMap<String, String>,
+    /// IP -> sandbox alias.
+    ips: BTreeMap<String, String>,
+    /// Values that are replaced only when a whole string equals them (a short run id could
+    /// otherwise hit unrelated text).
+    whole: BTreeMap<String, String>,
+}
+
+impl Redactor {
+    /// A redactor for one case of run `run_id` in `namespace`, case number `case_no`.
+    pub fn new(run_id: &str, namespace: &str, case_no: usize) -> Self {
+        let mut redactor = Self::default();
+        redactor.literal(namespace, "<namespace>");
+        redactor.literal(
+            &format!("{}={run_id}", labels::RUN_ID),
+            &format!("{}=<run>", labels::RUN_ID),
+        );
+        redactor.literal(
+            &format!("{}={case_no}", labels::CASE),
+            &format!("{}=<case>", labels::CASE),
+        );
+        redactor.whole.insert(run_id.to_owned(), "<run>".to_owned());
+        redactor
+    }
+
+    fn literal(&mut self, from: &str, to: &str) {
+        if !from.is_empty() {
+            self.literals.insert(from.to_owned(), to.to_owned());
+        }
+    }
+
+    /// The endpoint the case talks to (a temporary socket on the mock), as `<endpoint>`.
+    pub fn endpoint(&mut self, endpoint: &str) {
+        self.literal(endpoint, "<endpoint>");
+        if let Some(path) = endpoint.strip_prefix("unix://") {
+            self.literal(path, "<endpoint>");
+        }
+    }
+
+    /// The runtime's name (the manager's runtime type, in every container id), as `<runtime>`
+    /// wherever a whole value equals it, so one case's snapshots on different runtimes differ
+    /// only where the runtimes behave differently.
+    pub fn runtime(&mut self, name: &str) {
+        if !name.is_empty() {
+            self.whole.insert(name.to_owned(), "<runtime>".to_owned());
+        }
+    }
+
+    /// A sandbox id known by its alias.
+    pub fn sandbox(&mut self, id: &str, alias: &str) {
+        self.literal(id, &format!("<sandbox:{alias}>"));
+    }
+
+    /// A container id known by its alias.
+    pub fn container(&mut self, id: &str, alias: &str) {
+        self.literal(id, &format!("<container:{alias}>"));
+    }
+
+    /// A pod UID known by its pod alias.
+    pub fn pod(&mut self, uid: &str, alias: &str) {
+        self.literal(uid, &format!("<uid:{alias}>"));
+    }
+
+    /// An IP a sandbox reported.
+    pub fn ip(&mut self, ip: &str, sandbox_alias: &str) {
+        if !ip.is_empty() {
+            self.ips.insert(ip.to_owned(), sandbox_alias.to_owned());
+        }
+    }
+
+    /// The token for an IP: `<ip:ALIAS>` for a sandbox's, else `<ip>`.
+    pub fn ip_token(&self, ip: &str) -> String {
+        match self.ips.get(ip) {
+            Some(alias) => format!("<ip:{alias}>"),
+            None => "<ip>".to_owned(),
+        }
+    }
+
+    /// Redacts one string.
+    pub fn text(&self, text: &str) -> String {
+        if let Some(token) = self.whole.get(text) {
+            return token.clone();
+        }
+        let mut out = text.to_owned();
+        let mut literals: Vec<(&String, &String)> = self.literals.iter().collect();
+        literals.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        for (from, to) in literals {
+            if out.contains(from.as_str()) {
+                out = out.replace(from.as_str(), to);
+            }
+        }
+        let out = ID.replace_all(&out, "<id>");
+        let out = IPV4.replace_all(&out, |caps: &regex::Captures<'_>| self.ip_token(&caps[0]));
+        UUID.replace_all(&out, "<uuid>").into_owned()
+    }
+
+    /// Redacts a YAML tree: every string, every key, and by key name every timestamp
+    /// (`*_at`, `timestamp`) and the case label's value.
+    pub fn value(&self, value: Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.text(&text)),
+            Value::Sequence(items) => {
+                Value::Sequence(items.into_iter().map(|v| self.value(v)).collect())
+            }
+            Value::Mapping(map) => {
+                let mut out = serde_yaml::Mapping::with_capacity(map.len());
+                for (key, value) in map {
+                    let name = key.as_str().unwrap_or_default().to_owned();
+                    let value = if is_timestamp_key(&name) && is_nonzero_number(&value) {
+                        Value::String("<timestamp>".to_owned())
+                    } else if name == labels::CASE {
+                        Value::String("<case>".to_owned())
+                    } else {
+                        self.value(value)
+                    };
+                    out.insert(self.value(key), value);
+                }
+                Value::Mapping(out)
+            }
+            Value::Tagged(tagged) => {
+                let tagged = *tagged;
+                Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
+                    tag: tagged.tag,
+                    value: self.value(tagged.value),
+                }))
+            }
+            other => other,
+        }
+    }
+}
+
+fn is_timestamp_key(key: &str) -> bool {
+    key.ends_with("_at") || key == "timestamp"
+}
+
+fn is_nonzero_number(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.as_i64() != Some(0) && n.as_u64() != Some(0),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    const SANDBOX: &str = "5d41402abc4b2a76b9719d911017c592aaaabbbbccccddddeeeeffff00001111";
+    const CONTAINER: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const STRANGER: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+    fn redactor() -> Redactor {
+        let mut r = Redactor::new("r1x", "crih-r1x-3", 3);
+        r.sandbox(SANDBOX, "old");
+        r.container(CONTAINER, "app");
+        r.pod("r1x-3-web", "web");
+        r.pod("r1x-3-web-2", "web-2");
+        r.ip("10.88.0.2", "old");
+        r.runtime("containerd");
+        r
+    }
+
+    #[rstest]
+    #[case::sandbox_id(SANDBOX, "<sandbox:old>")]
+    #[case::container_id_inside_a_message(
+        &format!("cannot stop container {CONTAINER}: gone"),
+        "cannot stop container <container:app>: gone"
+    )]
+    #[case::unknown_id(STRANGER, "<id>")]
+    #[case::longer_uid_wins("r1x-3-web-2 and r1x-3-web", "<uid:web-2> and <uid:web>")]
+    #[case::namespace("crih-r1x-3/web", "<namespace>/web")]
+    #[case::known_ip("10.88.0.2", "<ip:old>")]
+    #[case::unknown_ip("ip 10.88.0.9 here", "ip <ip> here")]
+    #[case::not_an_ip("version 0.1.0", "version 0.1.0")]
+    #[case::run_id_whole("r1x", "<run>")]
+    #[case::runtime_name_whole("containerd", "<runtime>")]
+    #[case::runtime_name_inside_text_is_left("containerd 1.6", "containerd 1.6")]
+    #[case::run_id_inside_other_text_is_left("r1xyz", "r1xyz")]
+    #[case::run_label_in_a_summary(
+        "label_selector={cri-harness.io/run-id=r1x}",
+        "label_selector={cri-harness.io/run-id=<run>}"
+    )]
+    #[case::netns_uuid(
+        "/var/run/netns/cni-1b2c3d4e-aaaa-bbbb-cccc-0123456789ab",
+        "/var/run/netns/cni-<uuid>"
+    )]
+    fn strings_are_redacted(#[case] input: &str, #[case] expected: &str) {
+        assert_eq!(redactor().text(input), expected);
+    }
+
+    #[test]
+    fn timestamps_and_the_case_label_are_redacted_by_key_and_zero_stays_visible() {
+        let value: Value = serde_yaml::from_str(
+            "created_at: 1700000000000000000\nfinished_at: 0\nlabels:\n  cri-harness.io/case: '3'\n  cri-harness.io/run-id: r1x\nid: 5d41402abc4b2a76b9719d911017c592aaaabbbbccccddddeeeeffff00001111\n",
+        )
+        .unwrap();
+        let out = serde_yaml::to_string(&redactor().value(value)).unwrap();
+        assert_eq!(
+            out,
+            "created_at: <timestamp>\nfinished_at: 0\nlabels:\n  cri-harness.io/case: <case>\n  cri-harness.io/run-id: <run>\nid: <sandbox:old>\n"
+        );
+    }
+}

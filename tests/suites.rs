@@ -1,0 +1,64 @@
+//! Every embedded suite against the built-in mock, each case on its own runtime behind a real
+//! unix socket: every case must pass and its snapshot must match the committed one under
+//! `snapshots/mock/`, the same file `cri-harness run --mock` compares with.
+
+use std::time::Duration;
+
+use cri_harness::cri::ConnectOptions;
+use cri_harness::runner::{self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, Target};
+use cri_harness::suite;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
+    let loaded = suite::load_embedded();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    // The runner writes into a scratch tree; insta compares with the committed one.
+    let scratch = tempfile::tempdir().unwrap();
+    let config = RunConfig {
+        target: Target::Mock,
+        suites: loaded.suites,
+        filter: Filter::default(),
+        parallel: 2,
+        case_timeout: Duration::from_secs(60),
+        cleanup_timeout: Duration::from_secs(30),
+        connect: ConnectOptions::default(),
+        snapshot_dir: scratch.path().to_owned(),
+        snapshots: snapshot::Policy::default(),
+        run_id: "suites".to_owned(),
+    };
+    let report = runner::run(config, Interrupt::new(), None).await;
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    assert!(
+        report.cases.len() >= 16,
+        "only {} cases",
+        report.cases.len()
+    );
+    let failed: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome != CaseOutcome::Passed)
+        .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "cases that did not pass:\n{}",
+        failed.join("\n")
+    );
+
+    for case in &report.cases {
+        let written = case
+            .snapshot
+            .as_ref()
+            .expect("a passed case has a snapshot");
+        let file = std::fs::read_to_string(&written.path).unwrap();
+        let body = snapshot::body(&file).to_owned();
+        let name = format!("{}__{}", case.suite, case.case);
+        insta::with_settings!({
+            snapshot_path => "../snapshots/mock",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(name, body);
+        });
+    }
+}
