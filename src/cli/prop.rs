@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use super::common::EndpointArgs;
 use crate::mock::MockRuntime;
 use crate::prop::{self, differential, Naming, Profile, Property, Target};
+use crate::runner;
 
 /// Arguments of `cri-harness prop`.
 #[derive(Debug, clap::Args)]
@@ -65,16 +66,6 @@ fn random_seed() -> u64 {
     nanos ^ (u64::from(std::process::id()).rotate_left(32))
 }
 
-/// True when `id` can label objects and name namespaces.
-fn valid_run_id(id: &str) -> bool {
-    (1..=20).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !id.starts_with('-')
-        && !id.ends_with('-')
-}
-
 /// The generator of one property in a run: derived from the run's seed and the property's
 /// name, so `--property` does not change the cases another property gets.
 pub fn rng_for(seed: u64, stream: &str) -> TestRng {
@@ -98,11 +89,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(random_seed);
     println!("seed: {seed} (rerun with --seed {seed})");
     let run_id = match args.run_id.clone() {
-        Some(id) if valid_run_id(&id) => id,
+        Some(id) if runner::valid_run_id(&id) => id,
         Some(id) => {
             anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
         }
-        None => format!("{:08x}", random_seed() as u32),
+        None => runner::new_run_id(),
     };
     let selected: Vec<Property> = if args.properties.is_empty() {
         Property::ALL.to_vec()
