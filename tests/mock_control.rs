@@ -326,7 +326,7 @@ async fn the_call_log_records_every_cri_call_in_arrival_order() {
             "StopPodSandbox",
             "id=feed",
             Code::NotFound,
-            "sandbox \"feed\" not found",
+            "an error occurred when try to find sandbox \"feed\": not found",
         ),
         record(
             3,

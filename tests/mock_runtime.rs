@@ -256,27 +256,31 @@ async fn pod_sandbox_status_accepts_a_unique_id_prefix() {
     assert_eq!(sandbox_status(&client, &id[..12]).await.id, id);
 }
 
-fn netns_path(response: &v1::PodSandboxStatusResponse) -> String {
-    let info = response.info.get("info").expect("verbose info");
-    let json: serde_json::Value = serde_json::from_str(info).expect("info is JSON");
-    json["netNamespacePath"]
-        .as_str()
-        .expect("netNamespacePath")
-        .to_owned()
+fn netns(response: &v1::PodSandboxStatusResponse) -> cri_harness::cri::SandboxNetns {
+    cri_harness::cri::sandbox_netns(&response.info).expect("verbose info is JSON")
 }
 
 #[tokio::test]
-async fn verbose_status_names_the_netns_while_the_sandbox_is_ready() {
+async fn verbose_status_names_the_netns_and_says_when_it_is_closed() {
     let (_mock, client, _control) = mock().await;
     let id = run_sandbox(&client, "a").await;
-    let ready = client.pod_sandbox_status_with(&id, true).await.unwrap();
-    let again = client.pod_sandbox_status_with(&id, true).await.unwrap();
-    let path = netns_path(&ready);
-    assert!(path.starts_with("/var/run/netns/cni-"), "{path}");
-    assert_eq!(netns_path(&again), path);
+    let ready = netns(&client.pod_sandbox_status_with(&id, true).await.unwrap());
+    let again = netns(&client.pod_sandbox_status_with(&id, true).await.unwrap());
+    let path = ready
+        .path
+        .clone()
+        .expect("a pod-network sandbox has a netns");
+    assert!(
+        path.starts_with("/run/cri-harness-mock/netns/cni-"),
+        "{path}"
+    );
+    assert_eq!(ready.closed, Some(false));
+    assert_eq!(again, ready);
     client.stop_pod_sandbox(&id).await.unwrap();
-    let stopped = client.pod_sandbox_status_with(&id, true).await.unwrap();
-    assert_eq!(netns_path(&stopped), "");
+    let stopped = netns(&client.pod_sandbox_status_with(&id, true).await.unwrap());
+    // As containerd: the spec keeps naming the path, the flag says it was released.
+    assert_eq!(stopped.path, Some(path));
+    assert_eq!(stopped.closed, Some(true));
     let plain = client.pod_sandbox_status(&id).await.unwrap();
     assert!(plain.info.is_empty());
 }
@@ -286,8 +290,16 @@ async fn verbose_status_of_a_host_network_sandbox_names_no_netns() {
     let (_mock, client, _control) = mock().await;
     let config = host_network(sandbox_config("h", "default", "uid-h", 0));
     let id = client.run_pod_sandbox(config, "").await.unwrap();
-    let status = client.pod_sandbox_status_with(&id, true).await.unwrap();
-    assert_eq!(netns_path(&status), "");
+    let status = netns(&client.pod_sandbox_status_with(&id, true).await.unwrap());
+    assert_eq!(status.path, None);
+    assert_eq!(status.closed, Some(false));
+    client.stop_pod_sandbox(&id).await.unwrap();
+    let stopped = netns(&client.pod_sandbox_status_with(&id, true).await.unwrap());
+    assert_eq!(
+        stopped.closed,
+        Some(false),
+        "nothing to close without a namespace"
+    );
 }
 
 /// Three sandboxes, oldest first: `a` (app=web, tier=front), `b` (app=web, stopped),

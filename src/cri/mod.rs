@@ -6,6 +6,7 @@ mod client;
 mod connect;
 mod endpoint;
 mod summary;
+mod verbose;
 
 pub use client::{CallError, CallLog, CallRecord, CriClient, MAX_MESSAGE_SIZE};
 pub use connect::{channel, connect, ConnectError, ConnectOptions};
@@ -15,6 +16,7 @@ pub use endpoint::{
     IMAGE_ENDPOINT_ENV, RUNTIME_ENDPOINT_ENV,
 };
 pub use summary::RequestSummary;
+pub use verbose::{sandbox_netns, SandboxNetns};
 
 /// Generated code, nested by protobuf package so the control schema's references to
 /// `runtime.v1` resolve; use it through [`v1`] and `mock::control_api`.

@@ -41,7 +41,7 @@ pub enum ManagerError {
         id: String,
     },
     /// The runtime's verbose sandbox status carries no network namespace path.
-    #[error("network namespace of sandbox {id:?} is not supported: its verbose status has no netNamespacePath")]
+    #[error("network namespace of sandbox {id:?} is not supported: its verbose status names no network namespace path")]
     NetNsNotSupported {
         /// The sandbox id asked for.
         id: String,

@@ -7,16 +7,12 @@ use super::{KubeGenericRuntimeManager, ManagerError};
 use crate::cri::labels::MANAGED;
 use crate::cri::v1;
 
-/// Key of the verbose-status `info` entry holding the runtime's JSON details.
-const INFO_KEY: &str = "info";
-/// Field of that JSON naming the network namespace path (containerd's spelling; the mock's too).
-const NETNS_FIELD: &str = "netNamespacePath";
-
 impl KubeGenericRuntimeManager {
     /// The network namespace path of a ready, managed sandbox. A sandbox that is not ready or
     /// not managed is not found. Ports `GetNetNS` (kuberuntime_manager.go, 2016), which read
     /// `linux.namespaces.network` from v1alpha1's status; v1 has no such field, so this asks for
-    /// the verbose status and reads `netNamespacePath` from its `info` JSON, and a runtime that
+    /// the verbose status and reads the path from its `info` JSON (containerd's
+    /// `runtimeSpec.linux.namespaces`, see [`crate::cri::sandbox_netns`]), and a runtime that
     /// does not put it there gets [`ManagerError::NetNsNotSupported`] as the seed's fake did.
     pub async fn get_netns(&self, sandbox_id: &str) -> Result<String, ManagerError> {
         let filter = v1::PodSandboxFilter {
@@ -40,12 +36,11 @@ impl KubeGenericRuntimeManager {
     }
 }
 
-/// `netNamespacePath` from a verbose status's `info["info"]` JSON; `None` when the entry is
-/// missing, is not JSON, or lacks a string field of that name. An empty path is returned as is
-/// (the seed also returned "" without error when the runtime said so).
+/// The network namespace path in a verbose status's `info`; `None` when the runtime does not
+/// expose one (no JSON info, or a host-network sandbox). An empty path is returned as is (the
+/// seed also returned "" without error when the runtime said so).
 pub(crate) fn netns_path(info: &BTreeMap<String, String>) -> Option<String> {
-    let details: serde_json::Value = serde_json::from_str(info.get(INFO_KEY)?).ok()?;
-    details.get(NETNS_FIELD)?.as_str().map(str::to_owned)
+    crate::cri::sandbox_netns(info)?.path
 }
 
 #[cfg(test)]
@@ -55,6 +50,10 @@ mod tests {
 
     #[rstest]
     #[case::containerd_shape(
+        Some(r#"{"pid":42,"runtimeSpec":{"linux":{"namespaces":[{"type":"network","path":"/var/run/netns/cni-1"}]}}}"#),
+        Some("/var/run/netns/cni-1")
+    )]
+    #[case::top_level_field(
         Some(r#"{"pid":42,"netNamespacePath":"/var/run/netns/cni-1"}"#),
         Some("/var/run/netns/cni-1")
     )]
@@ -68,7 +67,7 @@ mod tests {
         #[case] expected: Option<&str>,
     ) {
         let info: BTreeMap<String, String> = info
-            .map(|json| (INFO_KEY.to_owned(), json.to_owned()))
+            .map(|json| ("info".to_owned(), json.to_owned()))
             .into_iter()
             .collect();
         assert_eq!(netns_path(&info).as_deref(), expected);

@@ -75,14 +75,14 @@ pub(crate) enum RpcError {
         /// The field, as in the proto.
         field: &'static str,
     },
-    /// No sandbox has this id (or id prefix).
-    #[error("sandbox \"{id}\" not found")]
+    /// No sandbox has this id (or id prefix). Worded as containerd 1.6 words it.
+    #[error("an error occurred when try to find sandbox \"{id}\": not found")]
     SandboxNotFound {
         /// The id as given.
         id: String,
     },
-    /// No container has this id (or id prefix).
-    #[error("container \"{id}\" not found")]
+    /// No container has this id (or id prefix). Worded as containerd 1.6 words it.
+    #[error("an error occurred when try to find container \"{id}\": not found")]
     ContainerNotFound {
         /// The id as given.
         id: String,

@@ -86,16 +86,14 @@ fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
         .is_some_and(|o| o.network == v1::NamespaceMode::Node as i32)
 }
 
-/// The network namespace path a READY pod-network sandbox has, stable per id; "" otherwise
-/// (host network, or closed by StopPodSandbox).
+/// The network namespace path of a pod-network sandbox, stable per id (containerd keeps naming
+/// it after StopPodSandbox closed it).
 fn netns_path(status: &v1::PodSandboxStatus) -> String {
-    if status.state != SandboxReady as i32 || is_host_network(status) {
-        return String::new();
-    }
     let digest = hex::encode(Sha256::digest(format!("netns-{}", status.id).as_bytes()));
-    // Shaped like the UUID-named namespaces containerd's CNI setup creates.
+    // Shaped like the UUID-named namespaces containerd's CNI setup creates, under a directory
+    // that exists on no host, so nothing mistakes it for a real namespace file.
     format!(
-        "/var/run/netns/cni-{}-{}-{}-{}-{}",
+        "/run/cri-harness-mock/netns/cni-{}-{}-{}-{}-{}",
         &digest[0..8],
         &digest[8..12],
         &digest[12..16],
@@ -224,14 +222,25 @@ fn pod_sandbox_status(
     let status = inner.state.sandboxes[index].status.clone();
     let mut info = std::collections::BTreeMap::new();
     if request.verbose {
-        // A small subset of containerd's verbose info, enough to read the netns path the
-        // kubelet's network teardown needs.
+        // A small subset of containerd's verbose info, in its shape: the netns path sits in the
+        // OCI runtime spec (kept after stop, as containerd does) and `netNamespaceClosed` says
+        // whether it was released. Host-network sandboxes have no network namespace to close.
         let ready = status.state == SandboxReady as i32;
+        let host_network = is_host_network(&status);
+        let mut namespaces = vec![
+            serde_json::json!({"type": "pid"}),
+            serde_json::json!({"type": "ipc"}),
+            serde_json::json!({"type": "mount"}),
+        ];
+        if !host_network {
+            namespaces.push(serde_json::json!({"type": "uts"}));
+            namespaces.push(serde_json::json!({"type": "network", "path": netns_path(&status)}));
+        }
         let verbose = serde_json::json!({
-            "netNamespaceClosed": !ready,
-            "netNamespacePath": netns_path(&status),
-            "processStatus": if ready { "running" } else { "stopped" },
+            "netNamespaceClosed": !ready && !host_network,
+            "processStatus": if ready { "running" } else { "deleted" },
             "runtimeHandler": status.runtime_handler,
+            "runtimeSpec": {"linux": {"namespaces": namespaces}},
         });
         info.insert("info".to_owned(), verbose.to_string());
     }

@@ -396,6 +396,7 @@ fn check_step<'a>(step: &'a Step, marked: bool, aliases: &mut Aliases<'a>) -> Re
             aliases.define(&s.alias, true)?;
         }
         Step::StopSandbox(a) | Step::RemoveSandbox(a) => aliases.sandbox(a)?,
+        Step::CheckNetwork(c) => aliases.sandbox(&c.sandbox)?,
         Step::CreateContainer(c) => {
             aliases.sandbox(&c.sandbox)?;
             pod_labels(c.pod_labels.as_deref())?;

@@ -35,6 +35,8 @@ pub enum Step {
     RemoveContainer(String),
     /// Waits a few milliseconds, so creation times differ on runtimes with coarse clocks.
     SleepMs(u64),
+    /// Checks through the verbose status that a sandbox's pod network is open or released.
+    CheckNetwork(CheckNetwork),
 
     // ----- mock only: need `needs: [mock_control]` -----
     /// Replaces the mock's Version answer.
@@ -95,6 +97,7 @@ impl Step {
             Step::StopContainer(_) => "stop_container",
             Step::RemoveContainer(_) => "remove_container",
             Step::SleepMs(_) => "sleep_ms",
+            Step::CheckNetwork(_) => "check_network",
             Step::MockSetVersion(_) => "mock_set_version",
             Step::MockInjectError(_) => "mock_inject_error",
             Step::MockSetClock(_) => "mock_set_clock",
@@ -124,7 +127,8 @@ impl Step {
             | Step::StartContainer(_)
             | Step::StopContainer(_)
             | Step::RemoveContainer(_)
-            | Step::SleepMs(_) => StepKind::Setup,
+            | Step::SleepMs(_)
+            | Step::CheckNetwork(_) => StepKind::Setup,
             Step::MockSetVersion(_)
             | Step::MockInjectError(_)
             | Step::MockSetClock(_)
@@ -214,6 +218,28 @@ pub struct StopContainer {
     /// Grace period in seconds.
     #[serde(default)]
     pub timeout: i64,
+}
+
+/// `check_network`: what the runtime says of a sandbox's network namespace.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckNetwork {
+    /// Sandbox alias.
+    pub sandbox: String,
+    /// The state the namespace must be in.
+    pub expect: NetworkState,
+}
+
+/// A pod network's state, as `check_network` expects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkState {
+    /// The runtime holds the namespace (`netNamespaceClosed` false; the file exists when this
+    /// host can see the runtime's netns directory).
+    Open,
+    /// The runtime released it (`netNamespaceClosed` true; the file is gone when this host can
+    /// see the runtime's netns directory).
+    Closed,
 }
 
 /// `mock_set_version`: the four fields of the mock's Version answer (defaults: the mock's own).

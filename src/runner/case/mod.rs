@@ -262,6 +262,7 @@ impl<'a> CaseRun<'a> {
                 let id = self.container_id(alias)?;
                 Ok(self.env.client.remove_container(&id).await?)
             }
+            Step::CheckNetwork(c) => self.check_network(c).await,
             Step::SleepMs(ms) => {
                 tokio::time::sleep(std::time::Duration::from_millis(*ms)).await;
                 Ok(())

@@ -321,3 +321,51 @@ fn seed_time(seconds: Option<i64>) -> i64 {
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
     }
 }
+
+impl CaseRun<'_> {
+    /// `check_network`: asks the runtime (verbose PodSandboxStatus, unrecorded) what became of
+    /// a sandbox's network namespace. `netNamespaceClosed` is the runtime's word; where this
+    /// host can see the runtime's netns directory (a runtime on this machine, as in CI), the
+    /// namespace file must agree, so a released network is checked, not just claimed.
+    pub(super) async fn check_network(&mut self, c: &step::CheckNetwork) -> Result<(), StepError> {
+        let id = self.sandbox(&c.sandbox)?.id.clone();
+        let answer = self.env.client.pod_sandbox_status_with(&id, true).await?;
+        let alias = &c.sandbox;
+        let want_closed = c.expect == step::NetworkState::Closed;
+        let wanted = if want_closed { "closed" } else { "open" };
+        let netns = crate::cri::sandbox_netns(&answer.info).ok_or_else(|| {
+            StepError::new(format!(
+                "check_network `{alias}`: the verbose status has no JSON info to read the network namespace from"
+            ))
+        })?;
+        match netns.closed {
+            None => {
+                return Err(StepError::new(format!(
+                    "check_network `{alias}`: expected {wanted}, but the runtime does not say (no netNamespaceClosed in its verbose status)"
+                )))
+            }
+            Some(closed) if closed != want_closed => {
+                return Err(StepError::new(format!(
+                    "check_network `{alias}`: expected {wanted}, the runtime says netNamespaceClosed={closed}"
+                )))
+            }
+            Some(_) => {}
+        }
+        if let Some(path) = netns.path.as_deref().filter(|p| !p.is_empty()) {
+            let path = std::path::Path::new(path);
+            let visible = path.parent().is_some_and(std::path::Path::is_dir);
+            if visible && path.exists() == want_closed {
+                let what = if want_closed {
+                    "still exists"
+                } else {
+                    "is missing"
+                };
+                return Err(StepError::new(format!(
+                    "check_network `{alias}`: expected {wanted}, but the namespace file {} {what}",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
