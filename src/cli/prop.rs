@@ -1,12 +1,223 @@
-//! `cri-harness prop` (being built).
+//! `cri-harness prop`: the manager's properties as a long run against the built-in mock or a
+//! runtime endpoint, seeded and reproducible, printing cases per second and, on failure, the
+//! shrunk case as a suite file that `cri-harness run --suites DIR` replays. With
+//! `--differential` it holds the mock to a real runtime instead.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use sha2::{Digest, Sha256};
+
+use super::common::EndpointArgs;
+use crate::mock::MockRuntime;
+use crate::prop::{self, differential, Naming, Profile, Property, Target};
+use crate::runner;
 
 /// Arguments of `cri-harness prop`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Generated cases per property (sequences, with --differential)
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    cases: u32,
+    /// Seed of the generator: the same seed generates the same cases [default: random, printed]
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Run only this property (repeatable); one of the names `--list` prints
+    #[arg(long = "property", value_name = "NAME", value_parser = property_name)]
+    properties: Vec<String>,
+    /// Print the properties and exit
+    #[arg(long)]
+    list: bool,
+    /// Apply each sequence to a fresh mock and to the runtime (-r) and compare the manager's
+    /// redacted answers
+    #[arg(long, requires = "runtime_endpoint")]
+    differential: bool,
+    /// Write the shrunk failing cases to FILE as a suite (replay: `run --mock --suites DIR`)
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Run id labelled on every object made on a runtime endpoint [default: generated]
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+    /// Without -r the properties run against an in-process mock
+    #[command(flatten)]
+    endpoint: EndpointArgs,
+}
+
+fn property_name(name: &str) -> Result<String, String> {
+    match Property::from_name(name) {
+        Some(_) => Ok(name.to_owned()),
+        None => Err(format!(
+            "unknown property; valid: {}",
+            Property::ALL.map(Property::name).join(", ")
+        )),
+    }
+}
+
+/// A seed from the clock and the process id, for runs that name none.
+fn random_seed() -> u64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()).rotate_left(32))
+}
+
+/// The generator of one property in a run: derived from the run's seed and the property's
+/// name, so `--property` does not change the cases another property gets.
+pub fn rng_for(seed: u64, stream: &str) -> TestRng {
+    let digest = Sha256::digest(format!("{seed}/{stream}").as_bytes());
+    TestRng::from_seed(RngAlgorithm::ChaCha, &digest)
+}
 
 /// Runs `cri-harness prop`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`cri-harness prop` is not built yet")
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.list {
+        for property in Property::ALL {
+            let note = if property.needs_mock_control() {
+                " (mock only)"
+            } else {
+                ""
+            };
+            println!("{}{note}", property.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let seed = args.seed.unwrap_or_else(random_seed);
+    println!("seed: {seed} (rerun with --seed {seed})");
+    let run_id = match args.run_id.clone() {
+        Some(id) if runner::valid_run_id(&id) => id,
+        Some(id) => {
+            anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
+        }
+        None => runner::new_run_id(),
+    };
+    let selected: Vec<Property> = if args.properties.is_empty() {
+        Property::ALL.to_vec()
+    } else {
+        args.properties
+            .iter()
+            .filter_map(|name| Property::from_name(name))
+            .collect()
+    };
+    // The mock (kept alive for the whole run) or the endpoint's client.
+    let (target, _mock, profile) = match &args.endpoint.runtime_endpoint {
+        None => {
+            let mock = MockRuntime::new();
+            let target = Target::mock(&mock)
+                .await
+                .context("starting the in-process mock")?;
+            (target, Some(mock), Profile::MOCK)
+        }
+        Some(_) => {
+            let client = args.endpoint.connect().await?;
+            println!("target: {} (run id {run_id})", client.endpoint());
+            (Target::endpoint(client), None, Profile::REAL)
+        }
+    };
+    if args.differential {
+        let outcome = differential::run(
+            &target,
+            differential::Options {
+                sequences: args.cases,
+                rng: rng_for(seed, "differential"),
+                run_id: run_id.clone(),
+            },
+        )
+        .await?;
+        print!("{}", outcome.report());
+        return Ok(if outcome.unexplained() == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let mut failures = Vec::new();
+    let counter = Arc::new(AtomicU64::new(0));
+    for property in selected {
+        if property.needs_mock_control() && !target.is_mock() {
+            println!(
+                "{}: skipped (needs the mock's control service)",
+                property.name()
+            );
+            continue;
+        }
+        let config = Config {
+            cases: args.cases,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let handle = tokio::runtime::Handle::current();
+        let case_target = target.clone();
+        let run_id = run_id.clone();
+        let counter = counter.clone();
+        let started = Instant::now();
+        let executed = Arc::new(AtomicU64::new(0));
+        let executed_in = executed.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            // Built on the blocking thread: boxed strategies are not Send.
+            let mut runner = TestRunner::new_with_rng(config, rng_for(seed, property.name()));
+            runner.run(&property.strategy(profile), |case| {
+                executed_in.fetch_add(1, Ordering::Relaxed);
+                let naming = Naming {
+                    run_id: run_id.clone(),
+                    case: counter.fetch_add(1, Ordering::Relaxed),
+                };
+                handle
+                    .block_on(prop::run_case(property, &case, &case_target, &naming))
+                    .map_err(|err| TestCaseError::fail(err.chain()))
+            })
+        })
+        .await
+        .context("the property runner stopped")?;
+        let elapsed = started.elapsed().as_secs_f64();
+        let executed = executed.load(Ordering::Relaxed);
+        let rate = executed as f64 / elapsed.max(f64::EPSILON);
+        match outcome {
+            Ok(()) => println!(
+                "{}: ok, {} cases in {elapsed:.1} s ({rate:.0} cases/s)",
+                property.name(),
+                args.cases
+            ),
+            Err(TestError::Fail(reason, case)) => {
+                println!(
+                    "{}: FAILED after {executed} runs in {elapsed:.1} s ({rate:.0} cases/s)\n  {}\n  shrunk case: {case:?}",
+                    property.name(),
+                    reason.message()
+                );
+                let about = format!(
+                    "Shrunk by `cri-harness prop --seed {seed} --property {}`: {}",
+                    property.name(),
+                    reason.message()
+                );
+                failures.push(prop::suite_case(property, &case, target.is_mock(), &about));
+            }
+            Err(TestError::Abort(reason)) => {
+                println!("{}: ABORTED: {}", property.name(), reason.message());
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let suite = prop::suite_file(
+        &format!("prop-{seed}"),
+        &format!("Failing property cases of `cri-harness prop --seed {seed}`, shrunk."),
+        failures,
+    )?;
+    println!("--- suite file ---\n{suite}");
+    if let Some(path) = &args.out {
+        std::fs::write(path, &suite).with_context(|| format!("writing {}", path.display()))?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        println!(
+            "written to {}; replay: cri-harness run --mock --suites {}",
+            path.display(),
+            dir.map_or_else(|| ".".to_owned(), |d| d.display().to_string())
+        );
+    }
+    Ok(ExitCode::FAILURE)
 }

@@ -1,0 +1,545 @@
+//! Applying a resolved scenario to a runtime over CRI, with labels and UIDs as the kubelet
+//! writes them, and reading the runtime's state back. The mock is driven through the same gRPC
+//! client as a real runtime; its control service only sets the clock and injects faults.
+
+use std::collections::BTreeMap;
+
+use tonic::transport::Channel;
+
+use super::error::PropError;
+use super::model::{Action, Model, Naming, Outcome, CLOCK_BASE_SECONDS};
+use crate::cri::{labels, v1, CallError, CriClient, MAX_MESSAGE_SIZE};
+use crate::manager::ContainerState;
+use crate::mock::control_api::{self, mock_control_client::MockControlClient};
+use crate::mock::MockRuntime;
+
+/// The image test containers run.
+pub const BUSYBOX_IMAGE: &str = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1";
+
+/// A command that runs until stopped and exits at once on SIGTERM.
+pub const CONTAINER_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
+
+/// StopContainer grace period the scenarios use (the kubelet's minimum).
+const STOP_TIMEOUT_SECONDS: i64 = 2;
+
+/// The message of every error the prop run injects, so results can be traced back to it.
+pub const INJECTED_MESSAGE: &str = "injected by cri-harness prop";
+
+/// A runtime a property runs against.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The CRI client.
+    pub client: CriClient,
+    /// The mock's control service; `None` on a real runtime.
+    pub control: Option<MockControlClient<Channel>>,
+}
+
+impl Target {
+    /// A target on a mock over the in-memory duplex, control service included.
+    pub async fn mock(mock: &MockRuntime) -> Result<Self, PropError> {
+        let channel = mock
+            .duplex_channel()
+            .await
+            .map_err(|source| PropError::Mock { source })?;
+        let client = mock
+            .duplex_client()
+            .await
+            .map_err(|source| PropError::Mock { source })?;
+        Ok(Self {
+            client,
+            control: Some(control_client(channel)),
+        })
+    }
+
+    /// A target on a real runtime (no control service).
+    pub fn endpoint(client: CriClient) -> Self {
+        Self {
+            client,
+            control: None,
+        }
+    }
+
+    /// True on the mock.
+    pub fn is_mock(&self) -> bool {
+        self.control.is_some()
+    }
+
+    fn control(&self, what: &'static str) -> Result<MockControlClient<Channel>, PropError> {
+        self.control.clone().ok_or(PropError::NoControl { what })
+    }
+
+    /// Forgets everything on the mock (a no-op on a real runtime: cases are kept apart by
+    /// naming there, and cleaned up by [`Target::cleanup`]).
+    pub async fn reset(&self) -> Result<(), PropError> {
+        if let Some(mut control) = self.control.clone() {
+            control
+                .reset(control_api::ResetRequest {})
+                .await
+                .map_err(|source| PropError::Control {
+                    method: "Reset",
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Makes the next `count` calls of `method` fail with Internal and [`INJECTED_MESSAGE`].
+    pub async fn inject_error(&self, method: &str, count: u32) -> Result<(), PropError> {
+        if count == 0 {
+            return Ok(());
+        }
+        let mut control = self.control("injecting errors")?;
+        let request = control_api::InjectErrorRequest {
+            method: method.to_owned(),
+            code: tonic::Code::Internal as i32,
+            message: INJECTED_MESSAGE.to_owned(),
+            count,
+        };
+        control
+            .inject_error(request)
+            .await
+            .map_err(|source| PropError::Control {
+                method: "InjectError",
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Sets the mock's Version answer.
+    pub async fn set_version(&self, version: v1::VersionResponse) -> Result<(), PropError> {
+        let mut control = self.control("setting the version")?;
+        control
+            .set_version(control_api::SetVersionRequest {
+                version: Some(version),
+            })
+            .await
+            .map_err(|source| PropError::Control {
+                method: "SetVersion",
+                source,
+            })?;
+        Ok(())
+    }
+
+    async fn set_clock(&self, unix_seconds: i64) -> Result<(), PropError> {
+        let mut control = self.control("setting the clock")?;
+        control
+            .set_clock(control_api::SetClockRequest {
+                unix_nanos: unix_seconds.saturating_mul(1_000_000_000),
+            })
+            .await
+            .map_err(|source| PropError::Control {
+                method: "SetClock",
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Removes every sandbox and container of the case `naming` names (by its labels).
+    pub async fn cleanup(&self, naming: &Naming) -> Result<(), PropError> {
+        let own = own_selector(naming);
+        let call = |what: &str| {
+            let what = format!("{what} of case {} (cleanup)", naming.case);
+            move |source| PropError::Call { what, source }
+        };
+        let containers = self
+            .client
+            .list_containers(Some(v1::ContainerFilter {
+                label_selector: own.clone(),
+                ..Default::default()
+            }))
+            .await
+            .map_err(call("listing the containers"))?;
+        for container in containers {
+            self.client
+                .remove_container(&container.id)
+                .await
+                .map_err(call("removing a container"))?;
+        }
+        let sandboxes = self
+            .client
+            .list_pod_sandbox(Some(v1::PodSandboxFilter {
+                label_selector: own,
+                ..Default::default()
+            }))
+            .await
+            .map_err(call("listing the sandboxes"))?;
+        for sandbox in sandboxes {
+            self.client
+                .remove_pod_sandbox(&sandbox.id)
+                .await
+                .map_err(call("removing a sandbox"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A control client with the CRI client's message limits.
+pub fn control_client(channel: Channel) -> MockControlClient<Channel> {
+    MockControlClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_SIZE)
+        .max_encoding_message_size(MAX_MESSAGE_SIZE)
+}
+
+/// The labels every object of a case carries.
+fn own_selector(naming: &Naming) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (labels::RUN_ID.to_owned(), naming.run_id.clone()),
+        (labels::CASE.to_owned(), naming.case.to_string()),
+    ])
+}
+
+/// The runtime's ids and answers for a scenario's objects, by number.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Sandbox ids (`None`: the runtime refused to make it).
+    pub sandboxes: Vec<Option<String>>,
+    /// The IP each sandbox reported right after it was run ("" for none).
+    pub ips: Vec<String>,
+    /// Container ids.
+    pub containers: Vec<Option<String>>,
+    /// Each step's answer: `Ok`, the error's code, or `None` when skipped (its object is
+    /// missing because the runtime refused to make it).
+    pub outcomes: Vec<Option<Result<(), tonic::Code>>>,
+}
+
+impl Applied {
+    /// The number of the sandbox with this id.
+    pub fn sandbox_number(&self, id: &str) -> Option<usize> {
+        self.sandboxes.iter().position(|s| s.as_deref() == Some(id))
+    }
+
+    /// The number of the container with this id.
+    pub fn container_number(&self, id: &str) -> Option<usize> {
+        self.containers
+            .iter()
+            .position(|c| c.as_deref() == Some(id))
+    }
+
+    /// Sandbox `n`'s id ("" when it was never made).
+    pub fn sandbox_id(&self, n: usize) -> &str {
+        self.sandboxes
+            .get(n)
+            .and_then(|s| s.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// The IP sandbox `n` reported when it was run.
+    pub fn ip(&self, n: usize) -> &str {
+        self.ips.get(n).map_or("", String::as_str)
+    }
+}
+
+/// The sandbox config of pod `pod`'s sandbox, labelled as the kubelet labels it plus the run's
+/// labels.
+pub fn sandbox_config(
+    naming: &Naming,
+    pod: u8,
+    attempt: u32,
+    host_network: bool,
+) -> v1::PodSandboxConfig {
+    let name = Naming::pod_name(pod);
+    let uid = naming.pod_uid(pod);
+    let namespace = naming.namespace();
+    let mut sandbox_labels = own_selector(naming);
+    sandbox_labels.extend([
+        (labels::MANAGED.to_owned(), "true".to_owned()),
+        (labels::POD_UID.to_owned(), uid.clone()),
+        (labels::POD_NAME.to_owned(), name.clone()),
+        (labels::POD_NAMESPACE.to_owned(), namespace.clone()),
+    ]);
+    v1::PodSandboxConfig {
+        metadata: Some(v1::PodSandboxMetadata {
+            name: name.clone(),
+            uid,
+            namespace,
+            attempt,
+        }),
+        hostname: if host_network { String::new() } else { name },
+        labels: sandbox_labels,
+        linux: Some(v1::LinuxPodSandboxConfig {
+            security_context: Some(v1::LinuxSandboxSecurityContext {
+                namespace_options: Some(namespace_options(host_network)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn namespace_options(host_network: bool) -> v1::NamespaceOption {
+    let network = if host_network {
+        v1::NamespaceMode::Node
+    } else {
+        v1::NamespaceMode::Pod
+    };
+    v1::NamespaceOption {
+        network: network as i32,
+        pid: v1::NamespaceMode::Container as i32,
+        ipc: v1::NamespaceMode::Pod as i32,
+        ..Default::default()
+    }
+}
+
+/// A container config named `name`, carrying pod `labels`' pod labels (none for `None`).
+fn container_config(
+    naming: &Naming,
+    name: &str,
+    labels_of: Option<u8>,
+    host_network: bool,
+) -> v1::ContainerConfig {
+    let mut container_labels = own_selector(naming);
+    container_labels.extend([
+        (labels::MANAGED.to_owned(), "true".to_owned()),
+        (labels::CONTAINER_NAME.to_owned(), name.to_owned()),
+    ]);
+    if let Some(pod) = labels_of {
+        container_labels.extend([
+            (labels::POD_UID.to_owned(), naming.pod_uid(pod)),
+            (labels::POD_NAME.to_owned(), Naming::pod_name(pod)),
+            (labels::POD_NAMESPACE.to_owned(), naming.namespace()),
+        ]);
+    }
+    v1::ContainerConfig {
+        metadata: Some(v1::ContainerMetadata {
+            name: name.to_owned(),
+            attempt: 0,
+        }),
+        image: Some(v1::ImageSpec {
+            image: BUSYBOX_IMAGE.to_owned(),
+            ..Default::default()
+        }),
+        command: CONTAINER_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
+        labels: container_labels,
+        linux: Some(v1::LinuxContainerConfig {
+            security_context: Some(v1::LinuxContainerSecurityContext {
+                namespace_options: Some(namespace_options(host_network)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// One step's description in scenario terms (`run_sandbox s2 (p1, attempt 0)`).
+pub fn describe(action: &Action) -> String {
+    match action {
+        Action::RunSandbox {
+            sandbox,
+            pod,
+            attempt,
+            host_network,
+            ..
+        } => format!(
+            "run_sandbox {} (p{pod}, attempt {attempt}{})",
+            sandbox.map_or_else(|| "-".to_owned(), |n| format!("s{n}")),
+            if *host_network { ", host network" } else { "" }
+        ),
+        Action::StopSandbox { sandbox } => format!("stop_sandbox s{sandbox}"),
+        Action::RemoveSandbox { sandbox } => format!("remove_sandbox s{sandbox}"),
+        Action::CreateContainer {
+            container,
+            sandbox,
+            name,
+            ..
+        } => format!(
+            "create_container {} ({name} in s{sandbox})",
+            container.map_or_else(|| "-".to_owned(), |n| format!("c{n}"))
+        ),
+        Action::StopContainer { container } => format!("stop_container c{container}"),
+        Action::RemoveContainer { container } => format!("remove_container c{container}"),
+    }
+}
+
+/// Applies the model's steps to `target`. With `strict`, the first answer that differs from
+/// the model's outcome is a [`PropError::Disagreement`]; without, answers are only recorded (the
+/// differential compares them between runtimes).
+pub async fn apply(
+    model: &Model,
+    target: &Target,
+    naming: &Naming,
+    strict: bool,
+) -> Result<Applied, PropError> {
+    let mut applied = Applied {
+        sandboxes: vec![None; model.sandboxes.len()],
+        ips: vec![String::new(); model.sandboxes.len()],
+        containers: vec![None; model.containers.len()],
+        outcomes: Vec::with_capacity(model.steps.len()),
+    };
+    let mut configs: BTreeMap<usize, v1::PodSandboxConfig> = BTreeMap::new();
+    let mut image_ready = false;
+    let client = &target.client;
+    for (index, step) in model.steps.iter().enumerate() {
+        let answer: Option<Result<(), CallError>> = match &step.action {
+            Action::RunSandbox {
+                sandbox,
+                pod,
+                attempt,
+                host_network,
+                created_rank,
+            } => {
+                if model.clock {
+                    target.set_clock(CLOCK_BASE_SECONDS + created_rank).await?;
+                }
+                let config = sandbox_config(naming, *pod, *attempt, *host_network);
+                let answer = client.run_pod_sandbox(config.clone(), "").await;
+                Some(match (answer, sandbox) {
+                    (Ok(id), Some(number)) => {
+                        let status = client.pod_sandbox_status(&id).await.map_err(|source| {
+                            PropError::Call {
+                                what: format!("reading s{number}'s status after running it"),
+                                source,
+                            }
+                        })?;
+                        applied.ips[*number] = status
+                            .status
+                            .and_then(|s| s.network)
+                            .map(|n| n.ip)
+                            .unwrap_or_default();
+                        applied.sandboxes[*number] = Some(id);
+                        configs.insert(*number, config);
+                        Ok(())
+                    }
+                    (Ok(_), None) => Ok(()),
+                    (Err(err), _) => Err(err),
+                })
+            }
+            Action::StopSandbox { sandbox } => match &applied.sandboxes[*sandbox] {
+                Some(id) => Some(client.stop_pod_sandbox(id).await),
+                None => None,
+            },
+            Action::RemoveSandbox { sandbox } => match &applied.sandboxes[*sandbox] {
+                Some(id) => Some(client.remove_pod_sandbox(id).await),
+                None => None,
+            },
+            Action::CreateContainer {
+                container,
+                sandbox,
+                name,
+                labels,
+                start,
+            } => match (&applied.sandboxes[*sandbox], configs.get(sandbox)) {
+                (Some(sandbox_id), Some(sandbox_config)) => {
+                    if !image_ready {
+                        ensure_image(client).await?;
+                        image_ready = true;
+                    }
+                    let host_network = model.sandboxes[*sandbox].host_network;
+                    let config = container_config(naming, name, *labels, host_network);
+                    let created = client
+                        .create_container(sandbox_id, config, sandbox_config.clone())
+                        .await;
+                    Some(match created {
+                        Ok(id) => {
+                            if let Some(number) = container {
+                                applied.containers[*number] = Some(id.clone());
+                            }
+                            if *start {
+                                client.start_container(&id).await
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        Err(err) => Err(err),
+                    })
+                }
+                _ => None,
+            },
+            Action::StopContainer { container } => match &applied.containers[*container] {
+                Some(id) => Some(client.stop_container(id, STOP_TIMEOUT_SECONDS).await),
+                None => None,
+            },
+            Action::RemoveContainer { container } => match &applied.containers[*container] {
+                Some(id) => Some(client.remove_container(id).await),
+                None => None,
+            },
+        };
+        let outcome = answer.map(|a| a.map_err(|err| err.code));
+        if strict {
+            let agrees = match (&outcome, step.expect) {
+                (Some(Ok(())), Outcome::Accepted) => true,
+                (Some(Err(_)), Outcome::Refused(_)) => true,
+                (None, _) => false,
+                _ => false,
+            };
+            if !agrees {
+                return Err(PropError::Disagreement {
+                    step: index,
+                    action: describe(&step.action),
+                    expected: format!("{:?}", step.expect),
+                    actual: match outcome {
+                        Some(Ok(())) => "OK".to_owned(),
+                        Some(Err(code)) => format!("{code:?}"),
+                        None => "nothing (its object was never made)".to_owned(),
+                    },
+                });
+            }
+        }
+        applied.outcomes.push(outcome);
+    }
+    Ok(applied)
+}
+
+/// Pulls the test image unless the runtime has it (a real runtime in CI has it preloaded).
+async fn ensure_image(client: &CriClient) -> Result<(), PropError> {
+    let present = client
+        .image_status(BUSYBOX_IMAGE)
+        .await
+        .map_err(|source| PropError::Call {
+            what: "asking for the test image".to_owned(),
+            source,
+        })?;
+    if present.is_none() {
+        client
+            .pull_image(BUSYBOX_IMAGE)
+            .await
+            .map_err(|source| PropError::Call {
+                what: "pulling the test image".to_owned(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// The runtime's state of a scenario's objects, by number.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeState {
+    /// Listed sandboxes: READY or not.
+    pub sandboxes: BTreeMap<usize, bool>,
+    /// Listed containers and their states.
+    pub containers: BTreeMap<usize, ContainerState>,
+}
+
+/// Lists the runtime's sandboxes and containers and keeps those of the scenario.
+pub async fn read_state(target: &Target, applied: &Applied) -> Result<RuntimeState, PropError> {
+    let call = |what: &str| {
+        let what = what.to_owned();
+        move |source| PropError::Call { what, source }
+    };
+    let sandboxes = target
+        .client
+        .list_pod_sandbox(None)
+        .await
+        .map_err(call("listing the sandboxes after the call"))?;
+    let containers = target
+        .client
+        .list_containers(None)
+        .await
+        .map_err(call("listing the containers after the call"))?;
+    let mut state = RuntimeState::default();
+    for sandbox in sandboxes {
+        if let Some(number) = applied.sandbox_number(&sandbox.id) {
+            let ready = sandbox.state == v1::PodSandboxState::SandboxReady as i32;
+            state.sandboxes.insert(number, ready);
+        }
+    }
+    for container in containers {
+        if let Some(number) = applied.container_number(&container.id) {
+            state
+                .containers
+                .insert(number, ContainerState::from_cri_container(container.state));
+        }
+    }
+    Ok(state)
+}
