@@ -151,6 +151,13 @@ impl State {
     /// The full sandbox id a container filter's pod_sandbox_id means; seeded containers may
     /// name sandboxes that do not exist, so their ids count as known too.
     pub(crate) fn container_sandbox_filter_id(&self, given: &str) -> String {
+        // An exact id (what the kubelet sends) needs no prefix resolution; skipping the
+        // collect-and-sort of every id keeps GetPodStatus fast with thousands of pods.
+        if self.find_exact_sandbox(given).is_some()
+            || self.containers.iter().any(|c| c.pod_sandbox_id == given)
+        {
+            return given.to_owned();
+        }
         let mut known: Vec<&str> = self
             .sandboxes
             .iter()
