@@ -74,14 +74,7 @@ impl MockControl for MockControlService {
         &self,
         request: Request<api::SetClockRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
-        let unix_nanos = request.into_inner().unix_nanos;
-        if unix_nanos < 0 {
-            return Err(RpcError::NegativeTime {
-                control: "SetClock",
-                value: unix_nanos,
-            }
-            .into());
-        }
+        let unix_nanos = non_negative("SetClock", request.into_inner().unix_nanos)?;
         self.0.lock().clock.set(unix_nanos);
         ok()
     }
@@ -90,14 +83,7 @@ impl MockControl for MockControlService {
         &self,
         request: Request<api::AdvanceClockRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
-        let nanos = request.into_inner().nanos;
-        if nanos < 0 {
-            return Err(RpcError::NegativeTime {
-                control: "AdvanceClock",
-                value: nanos,
-            }
-            .into());
-        }
+        let nanos = non_negative("AdvanceClock", request.into_inner().nanos)?;
         self.0.lock().clock.advance(nanos);
         ok()
     }
@@ -192,4 +178,12 @@ impl MockControl for MockControlService {
         });
         ok()
     }
+}
+
+/// A clock control's time value, refused when negative (time before 1970 or backwards moves).
+fn non_negative(control: &'static str, value: i64) -> Result<i64, Status> {
+    if value < 0 {
+        return Err(RpcError::NegativeTime { control, value }.into());
+    }
+    Ok(value)
 }

@@ -29,11 +29,6 @@ impl CaseRun<'_> {
             sandbox_labels.extend(self.pod_labels(&s.pod));
         }
         sandbox_labels.extend(s.labels.clone());
-        let network = if s.host_network {
-            v1::NamespaceMode::Node
-        } else {
-            v1::NamespaceMode::Pod
-        };
         let config = v1::PodSandboxConfig {
             metadata: Some(v1::PodSandboxMetadata {
                 name: s.pod.clone(),
@@ -49,12 +44,7 @@ impl CaseRun<'_> {
             labels: sandbox_labels,
             linux: Some(v1::LinuxPodSandboxConfig {
                 security_context: Some(v1::LinuxSandboxSecurityContext {
-                    namespace_options: Some(v1::NamespaceOption {
-                        network: network as i32,
-                        pid: v1::NamespaceMode::Container as i32,
-                        ipc: v1::NamespaceMode::Pod as i32,
-                        ..Default::default()
-                    }),
+                    namespace_options: Some(namespace_options(s.host_network)),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -96,11 +86,6 @@ impl CaseRun<'_> {
         }
         container_labels.insert(labels::CONTAINER_NAME.to_owned(), name.clone());
         container_labels.extend(c.labels.clone());
-        let network = if sandbox.host_network {
-            v1::NamespaceMode::Node
-        } else {
-            v1::NamespaceMode::Pod
-        };
         let command = c
             .command
             .clone()
@@ -118,12 +103,7 @@ impl CaseRun<'_> {
             labels: container_labels,
             linux: Some(v1::LinuxContainerConfig {
                 security_context: Some(v1::LinuxContainerSecurityContext {
-                    namespace_options: Some(v1::NamespaceOption {
-                        network: network as i32,
-                        pid: v1::NamespaceMode::Container as i32,
-                        ipc: v1::NamespaceMode::Pod as i32,
-                        ..Default::default()
-                    }),
+                    namespace_options: Some(namespace_options(sandbox.host_network)),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -242,11 +222,6 @@ impl CaseRun<'_> {
             sandbox_labels.extend(self.pod_labels(&s.pod));
         }
         sandbox_labels.extend(s.labels.clone());
-        let network = if s.host_network {
-            v1::NamespaceMode::Node
-        } else {
-            v1::NamespaceMode::Pod
-        };
         v1::PodSandboxStatus {
             id: self.made_up_id(&s.alias),
             metadata: s.metadata.then(|| v1::PodSandboxMetadata {
@@ -266,12 +241,7 @@ impl CaseRun<'_> {
             }),
             linux: Some(v1::LinuxPodSandboxStatus {
                 namespaces: Some(v1::Namespace {
-                    options: Some(v1::NamespaceOption {
-                        network: network as i32,
-                        pid: v1::NamespaceMode::Container as i32,
-                        ipc: v1::NamespaceMode::Pod as i32,
-                        ..Default::default()
-                    }),
+                    options: Some(namespace_options(s.host_network)),
                 }),
             }),
             labels: sandbox_labels,
@@ -310,6 +280,22 @@ impl CaseRun<'_> {
             labels: container_labels,
             ..Default::default()
         }
+    }
+}
+
+/// The namespaces the kubelet asks for: the pod's network (or the node's), the pod's IPC, a
+/// PID namespace per container. Sandboxes and their containers must agree.
+fn namespace_options(host_network: bool) -> v1::NamespaceOption {
+    let network = if host_network {
+        v1::NamespaceMode::Node
+    } else {
+        v1::NamespaceMode::Pod
+    };
+    v1::NamespaceOption {
+        network: network as i32,
+        pid: v1::NamespaceMode::Container as i32,
+        ipc: v1::NamespaceMode::Pod as i32,
+        ..Default::default()
     }
 }
 
