@@ -9,6 +9,7 @@ pub mod cri;
 pub mod images;
 pub mod manager;
 pub mod mock;
+pub mod observe;
 pub mod prop;
 pub mod report;
 pub mod runner;

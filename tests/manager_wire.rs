@@ -602,6 +602,7 @@ fn spec(uid: &str, host_network: bool) -> PodSpec {
                 image: "busybox".to_owned(),
             },
         ],
+        ..PodSpec::default()
     }
 }
 

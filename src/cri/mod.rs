@@ -5,6 +5,7 @@
 mod client;
 mod connect;
 mod endpoint;
+mod namespaces;
 mod summary;
 mod verbose;
 
@@ -15,6 +16,7 @@ pub use endpoint::{
     EndpointInputs, EndpointSource, ResolvedEndpoints, CRICTL_CONFIG_ENV, DEFAULT_CRICTL_CONFIG,
     IMAGE_ENDPOINT_ENV, RUNTIME_ENDPOINT_ENV,
 };
+pub use namespaces::namespace_options;
 pub use summary::RequestSummary;
 pub use verbose::{sandbox_netns, SandboxNetns};
 

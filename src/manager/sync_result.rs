@@ -11,7 +11,20 @@ pub const TEARDOWN_NETWORK_ERROR: &str = "TeardownNetworkError";
 pub const KILL_POD_SANDBOX_ERROR: &str = "KillPodSandboxError";
 
 /// What a step of a pod operation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+/// Suites name them in snake case (`kill_container`); `Display` keeps the kubelet's own names.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum SyncAction {
     /// Stop one container.
     KillContainer,
@@ -19,6 +32,13 @@ pub enum SyncAction {
     TeardownNetwork,
     /// Stop the pod's sandboxes.
     KillPodSandbox,
+}
+
+impl SyncAction {
+    /// The action's name as suites write it (`kill_container`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 }
 
 impl std::fmt::Display for SyncAction {

@@ -21,8 +21,25 @@ impl std::fmt::Display for ContainerId {
     }
 }
 
-/// A container's (or sandbox's) state as the manager sees it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+/// A container's (or sandbox's) state as the manager sees it. Snapshots show the variant
+/// (`Running`); suites, property checks and messages use the snake-case names of this one
+/// table (`running`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum ContainerState {
     /// Created but not started.
     Created,
@@ -36,6 +53,11 @@ pub enum ContainerState {
 }
 
 impl ContainerState {
+    /// The state's name as suites write it (`running`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
     /// Maps a CRI container state; values outside the enum read as `Unknown`.
     pub fn from_cri_container(state: i32) -> Self {
         match v1::ContainerState::try_from(state) {
@@ -43,6 +65,16 @@ impl ContainerState {
             Ok(v1::ContainerState::ContainerRunning) => Self::Running,
             Ok(v1::ContainerState::ContainerExited) => Self::Exited,
             Ok(v1::ContainerState::ContainerUnknown) | Err(_) => Self::Unknown,
+        }
+    }
+
+    /// The CRI container state this stands for.
+    pub fn to_cri_container(self) -> v1::ContainerState {
+        match self {
+            Self::Created => v1::ContainerState::ContainerCreated,
+            Self::Running => v1::ContainerState::ContainerRunning,
+            Self::Exited => v1::ContainerState::ContainerExited,
+            Self::Unknown => v1::ContainerState::ContainerUnknown,
         }
     }
 
@@ -156,6 +188,21 @@ pub struct PodSpec {
     /// The pod's containers.
     #[serde(default)]
     pub containers: Vec<ContainerSpec>,
+    /// `spec.initContainers` (the seed's kill looks grace periods up in `containers` only).
+    #[serde(default)]
+    pub init_containers: Vec<ContainerSpec>,
+    /// `spec.ephemeralContainers`.
+    #[serde(default)]
+    pub ephemeral_containers: Vec<ContainerSpec>,
+    /// `spec.restartPolicy` (`Always`, `OnFailure`, `Never`), if given.
+    #[serde(default)]
+    pub restart_policy: Option<String>,
+    /// The pod uses the node's PID namespace.
+    #[serde(default)]
+    pub host_pid: bool,
+    /// The pod uses the node's IPC namespace.
+    #[serde(default)]
+    pub host_ipc: bool,
 }
 
 /// One container of a [`PodSpec`].

@@ -218,6 +218,7 @@ pub fn kill_spec(naming: &Naming, key: PodKey, host_network: bool, running: &Pod
                 image: c.image.clone(),
             })
             .collect(),
+        ..PodSpec::default()
     }
 }
 

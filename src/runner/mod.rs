@@ -2,9 +2,8 @@
 //! on the mock its own runtime behind a real socket), removes what each made, compares its
 //! snapshot, and gathers the outcomes into a [`RunReport`].
 
-mod case;
+pub mod case;
 pub mod cleanup;
-pub mod redact;
 pub mod snapshot;
 
 use std::path::PathBuf;

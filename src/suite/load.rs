@@ -8,8 +8,8 @@ use std::path::Path;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::step::{IpExpect, Step, StepKind};
-use super::{Case, Need, Suite, SuiteError, EMBEDDED};
+use super::step::{Kind, Scope, Step};
+use super::{Case, Need, PodIdentity, Suite, SuiteError, EMBEDDED};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +31,8 @@ struct RawCase {
     tags: Vec<String>,
     #[serde(default)]
     needs: Vec<Need>,
+    #[serde(default)]
+    pods: BTreeMap<String, PodIdentity>,
     steps: Vec<Step>,
 }
 
@@ -172,6 +174,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             about: raw_case.about,
             tags: raw.tags.iter().chain(&raw_case.tags).cloned().collect(),
             needs: raw_case.needs,
+            pods: raw_case.pods,
             steps: raw_case.steps,
             line,
             step_lines,
@@ -216,13 +219,6 @@ fn is_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-}
-
-fn is_alias(alias: &str) -> bool {
-    !alias.is_empty()
-        && alias
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn find_line(text: &str, key: &str, value: &str) -> Option<usize> {
@@ -284,200 +280,35 @@ fn step_lines(text: &str, case_line: usize) -> Vec<usize> {
     found
 }
 
-/// Sandbox and container aliases defined so far in a case.
-#[derive(Default)]
-struct Aliases<'a> {
-    sandboxes: BTreeSet<&'a str>,
-    containers: BTreeSet<&'a str>,
-}
-
-impl<'a> Aliases<'a> {
-    fn sandbox(&self, alias: &str) -> Result<(), String> {
-        if self.sandboxes.contains(alias) {
-            return Ok(());
-        }
-        Err(format!(
-            "unknown sandbox alias `{alias}`; defined so far: {}",
-            list(&self.sandboxes)
-        ))
-    }
-
-    fn container(&self, alias: &str) -> Result<(), String> {
-        if self.containers.contains(alias) {
-            return Ok(());
-        }
-        Err(format!(
-            "unknown container alias `{alias}`; defined so far: {}",
-            list(&self.containers)
-        ))
-    }
-
-    fn either(&self, alias: &str) -> Result<(), String> {
-        if self.sandboxes.contains(alias) || self.containers.contains(alias) {
-            return Ok(());
-        }
-        Err(format!(
-            "unknown alias `{alias}`; sandboxes so far: {}; containers so far: {}",
-            list(&self.sandboxes),
-            list(&self.containers)
-        ))
-    }
-
-    fn define(&mut self, alias: &'a str, is_sandbox: bool) -> Result<(), String> {
-        if !is_alias(alias) {
-            return Err(format!(
-                "alias `{alias}` must be letters, digits, `-` and `_`"
-            ));
-        }
-        if self.sandboxes.contains(alias) || self.containers.contains(alias) {
-            return Err(format!("alias `{alias}` is already defined"));
-        }
-        if is_sandbox {
-            self.sandboxes.insert(alias);
-        } else {
-            self.containers.insert(alias);
-        }
-        Ok(())
-    }
-}
-
-fn pod(alias: &str) -> Result<(), String> {
-    // The empty alias names the pod of containers without pod labels.
-    if alias == "none" || (!alias.is_empty() && !is_alias(alias)) {
-        return Err(format!(
-            "`{alias}` cannot name a pod; use letters, digits, `-` and `_` (not `none`)"
-        ));
-    }
-    Ok(())
-}
-
-fn pod_labels(labels: Option<&str>) -> Result<(), String> {
-    match labels {
-        Some("none") | None => Ok(()),
-        Some(alias) => pod(alias),
-    }
-}
-
-/// Checks what serde cannot: aliases defined before use and not twice, mock-only steps marked,
-/// at least one manager call. The error carries the step index when there is one.
+/// Checks what serde cannot: each step against the case so far (aliases defined before use and
+/// not twice, pods named validly), mock-only steps marked, at least one manager call. The error
+/// carries the step index when there is one.
 fn check_case(case: &Case) -> Result<(), (Option<usize>, String)> {
-    let mut aliases = Aliases::default();
+    let mut scope = Scope::default();
     for (index, step) in case.steps.iter().enumerate() {
-        check_step(step, case.needs_mock_control(), &mut aliases).map_err(|message| {
+        let at = |message: String| {
             (
                 Some(index),
                 format!("step {} `{}`: {message}", index + 1, step.name()),
             )
-        })?;
+        };
+        if step.kind() == Kind::MockControl && !case.needs_mock_control() {
+            return Err(at(
+                "needs the mock's control service; add `needs: [mock_control]` to the case"
+                    .to_owned(),
+            ));
+        }
+        step.check(&mut scope).map_err(at)?;
     }
-    if !case
-        .steps
-        .iter()
-        .any(|step| step.kind() == StepKind::Manager)
-    {
+    for alias in case.pods.keys() {
+        scope
+            .pod(alias)
+            .map_err(|message| (None, format!("pods: {message}")))?;
+    }
+    if !case.steps.iter().any(|step| step.kind() == Kind::Manager) {
         return Err((None, "has no manager call, so it checks nothing".to_owned()));
     }
     Ok(())
-}
-
-fn check_step<'a>(step: &'a Step, marked: bool, aliases: &mut Aliases<'a>) -> Result<(), String> {
-    if step.kind() == StepKind::MockControl && !marked {
-        return Err(
-            "needs the mock's control service; add `needs: [mock_control]` to the case".to_owned(),
-        );
-    }
-    match step {
-        Step::RunSandbox(s) => {
-            pod(&s.pod)?;
-            aliases.define(&s.alias, true)?;
-        }
-        Step::MockSeedSandbox(s) => {
-            pod(&s.pod)?;
-            aliases.define(&s.alias, true)?;
-        }
-        Step::StopSandbox(a) | Step::RemoveSandbox(a) => aliases.sandbox(a)?,
-        Step::CheckNetwork(c) => aliases.sandbox(&c.sandbox)?,
-        Step::CreateContainer(c) => {
-            aliases.sandbox(&c.sandbox)?;
-            pod_labels(c.pod_labels.as_deref())?;
-            aliases.define(&c.alias, false)?;
-        }
-        Step::MockSeedContainer(c) => {
-            // The sandbox need not exist: orphans are seeded this way.
-            if !is_alias(&c.sandbox) {
-                return Err(format!("`{}` cannot name a sandbox", c.sandbox));
-            }
-            pod_labels(c.pod_labels.as_deref())?;
-            aliases.define(&c.alias, false)?;
-        }
-        Step::StartContainer(a) | Step::RemoveContainer(a) => aliases.container(a)?,
-        Step::StopContainer(s) => aliases.container(&s.container)?,
-        Step::GetPodStatus(g) => {
-            pod(&g.pod)?;
-            if let Some(IpExpect::Of(alias)) = &g.expect.ip {
-                aliases.sandbox(alias)?;
-            }
-            for alias in g.expect.sandboxes.iter().flatten() {
-                aliases.sandbox(alias)?;
-            }
-            for alias in g.expect.containers.iter().flatten() {
-                aliases.container(alias)?;
-            }
-        }
-        Step::GetPods(g) => {
-            for (name, expect) in &g.expect.pods {
-                pod(name)?;
-                for alias in expect.sandboxes.iter().flatten() {
-                    aliases.sandbox(alias)?;
-                }
-                for alias in expect.containers.iter().flatten() {
-                    aliases.container(alias)?;
-                }
-                for alias in expect.states.keys() {
-                    aliases.either(alias)?;
-                }
-            }
-            for name in g.expect.only.iter().flatten().chain(&g.expect.absent) {
-                pod(name)?;
-            }
-        }
-        Step::KillPod(k) => {
-            pod(&k.pod)?;
-            for alias in k.expect.teardown.iter().flatten() {
-                aliases.sandbox(alias)?;
-            }
-        }
-        Step::GetNetns(g) => aliases.sandbox(&g.sandbox)?,
-        Step::GetPodContainerId(g) => {
-            pod(&g.pod)?;
-            if let Some(alias) = &g.expect.of {
-                aliases.sandbox(alias)?;
-            }
-        }
-        Step::PullImage(_)
-        | Step::SleepMs(_)
-        | Step::MockSetVersion(_)
-        | Step::MockInjectError(_)
-        | Step::MockSetClock(_)
-        | Step::MockAdvanceClock(_)
-        | Step::NewManager(_)
-        | Step::Version(_)
-        | Step::ApiVersion(_)
-        | Step::Status(_) => {}
-    }
-    Ok(())
-}
-
-fn list(aliases: &BTreeSet<&str>) -> String {
-    if aliases.is_empty() {
-        "none".to_owned()
-    } else {
-        aliases
-            .iter()
-            .map(|a| format!("`{a}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
 }
 
 #[cfg(test)]
@@ -524,6 +355,7 @@ cases:
                 attempt: 0,
                 host_network: false,
                 labels: Default::default(),
+                annotations: Default::default(),
                 pod_labels: true,
             })
         );

@@ -1,341 +1,387 @@
-//! One case, step by step: setup steps act on the runtime through an unrecorded client, manager
-//! steps go through the manager over a recording client, and each manager step is checked
-//! against its expectations and kept (redacted) for the snapshot.
+//! One case, step by step, on a world of four parts that each own one thing: who the case's
+//! pods are ([`identity`]), which ids its aliases stand for ([`aliases`]), what it observed
+//! ([`recorder`]), and the clients it reaches the runtime, the mock's control service and the
+//! manager through (here). Each step kind runs itself on this world (`suite::step`); checks
+//! and the typed step errors are in [`check`].
 
-mod calls;
-mod expect;
-mod setup;
+mod aliases;
+mod check;
+mod identity;
+mod recorder;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_yaml::Value;
-use sha2::{Digest, Sha256};
 use tonic::transport::Channel;
 
-use super::redact::Redactor;
-use crate::cri::{labels, v1, CallError, CallLog, CriClient};
-use crate::manager::{KubeGenericRuntimeManager, RecordingNetworkPlugin};
+pub use aliases::{ContainerRef, SandboxRef};
+pub use check::{check_error, expect_eq, is_transport, mismatch, show, sorted, StepError};
+pub use identity::{namespace, pod_uid};
+
+use self::aliases::Aliases;
+use self::identity::Identity;
+use self::recorder::Recorder;
+use crate::cri::{labels, v1, CriClient};
+use crate::images;
+use crate::manager::{KubeGenericRuntimeManager, ManagerError, Pod, RecordingNetworkPlugin};
 use crate::mock::control_api::mock_control_client::MockControlClient;
-use crate::suite::step::{self, Step};
+use crate::observe::{Answer, Redactor};
+use crate::suite::step::{self, Scope};
 use crate::suite::Case;
 
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
 /// has no handler for), so stopping takes no grace period.
-const DEFAULT_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
-
-/// The pod UID a case gives a pod alias (`""` stays empty: the pod of unlabelled containers).
-pub fn pod_uid(run_id: &str, case_no: usize, pod: &str) -> String {
-    if pod.is_empty() {
-        String::new()
-    } else {
-        format!("{run_id}-{case_no}-{pod}")
-    }
-}
-
-/// The namespace of a case.
-pub fn namespace(run_id: &str, case_no: usize) -> String {
-    format!("crih-{run_id}-{case_no}")
-}
+pub const DEFAULT_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
 
 /// What the target gives a case.
-pub(super) struct Env {
+pub(crate) struct Env {
     /// Unrecorded client for setup, checks and cleanup.
     pub client: CriClient,
     /// The mock's control service, on the mock only.
     pub control: Option<MockControlClient<Channel>>,
 }
 
-/// Why a step failed.
+/// Why a case's step failed.
 #[derive(Debug)]
-pub(super) struct StepFailure {
+pub(crate) struct StepFailure {
     /// 0-based step index.
     pub index: usize,
-    /// What went wrong, expected vs actual for expectations.
+    /// What went wrong, in suite terms.
     pub message: String,
     /// The runtime did not answer (unavailable or out of time), as opposed to answering wrong.
     pub transport: bool,
 }
 
-#[derive(Debug)]
-struct StepError {
-    message: String,
-    transport: bool,
-}
-
-impl StepError {
-    fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            transport: false,
-        }
-    }
-}
-
-impl From<CallError> for StepError {
-    fn from(err: CallError) -> Self {
-        Self {
-            transport: is_transport(err.code),
-            message: err.to_string(),
-        }
-    }
-}
-
-/// True for the codes a runtime that stopped answering produces.
-pub(super) fn is_transport(code: tonic::Code) -> bool {
-    matches!(
-        code,
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
-    )
-}
-
-struct SandboxRef {
-    alias: String,
-    id: String,
-    pod: String,
-    host_network: bool,
-    config: v1::PodSandboxConfig,
-}
-
-struct ContainerRef {
-    alias: String,
-    id: String,
-    name: String,
-}
-
-/// A case in progress.
-pub(super) struct CaseRun<'a> {
+/// A case in progress: the world its steps run on.
+pub struct CaseRun<'a> {
     case: &'a Case,
-    env: Env,
-    run_id: String,
-    case_no: usize,
-    namespace: String,
-    log: CallLog,
-    recorded: CriClient,
-    sandboxes: Vec<SandboxRef>,
-    containers: Vec<ContainerRef>,
-    pods: BTreeSet<String>,
+    /// Who the case's pods are.
+    pub(crate) ids: Identity,
+    /// Which ids the aliases stand for.
+    pub(crate) aliases: Aliases,
+    /// What the case observed.
+    pub(crate) recorder: Recorder,
+    /// Unrecorded client for setup, checks and cleanup.
+    pub(crate) runtime: CriClient,
+    /// The manager's client, whose calls are recorded.
+    pub(crate) recorded: CriClient,
+    /// The mock's control service, on the mock only.
+    control: Option<MockControlClient<Channel>>,
+    /// The manager, once constructed.
     manager: Option<KubeGenericRuntimeManager>,
-    plugin: Arc<RecordingNetworkPlugin>,
-    redactor: Redactor,
-    observations: Vec<Value>,
+    /// The network plugin the manager tears down through.
+    pub(crate) plugin: Arc<RecordingNetworkPlugin>,
+    /// Images pulled so far.
     pulled: BTreeSet<String>,
     current: usize,
 }
 
+/// Maps a control-service failure of a step to its error.
+pub fn control_failed(step: &'static str) -> impl Fn(tonic::Status) -> StepError {
+    move |status| StepError::Control {
+        step,
+        code: status.code(),
+        message: status.message().to_owned(),
+    }
+}
+
+/// A seeded object's creation time: the given Unix seconds, or now.
+pub fn seed_time(seconds: Option<i64>) -> i64 {
+    match seconds {
+        Some(s) => s.saturating_mul(1_000_000_000),
+        None => SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
+    }
+}
+
 impl<'a> CaseRun<'a> {
-    pub(super) fn new(case: &'a Case, env: Env, run_id: &str, case_no: usize) -> Self {
-        let namespace = namespace(run_id, case_no);
-        let log = CallLog::new();
-        let recorded = env.client.with_call_log(log.clone());
-        let mut redactor = Redactor::new(run_id, &namespace, case_no);
-        redactor.endpoint(env.client.endpoint());
-        let pods = pods_of(case);
-        for pod in &pods {
-            redactor.pod(&pod_uid(run_id, case_no, pod), pod);
+    pub(crate) fn new(case: &'a Case, env: Env, run_id: &str, case_no: usize) -> Self {
+        let mut scope = Scope::default();
+        for step in &case.steps {
+            // The loader checked the steps; this only collects the pods they name.
+            let _ = step.check(&mut scope);
         }
+        let mut mentioned = scope.pods;
+        mentioned.extend(case.pods.keys().cloned());
+        let ids = Identity::new(run_id, case_no, &mentioned, &case.pods);
+        let log = crate::cri::CallLog::new();
+        let recorded = env.client.with_call_log(log.clone());
+        let mut redactor = Redactor::new(run_id, &ids.namespace, case_no);
+        redactor.endpoint(env.client.endpoint());
+        ids.teach(&mut redactor, &case.pods);
         Self {
             case,
-            env,
-            run_id: run_id.to_owned(),
-            case_no,
-            namespace,
-            log,
+            ids,
+            aliases: Aliases::new(run_id, case_no),
+            recorder: Recorder::new(log, redactor),
+            runtime: env.client,
             recorded,
-            sandboxes: Vec::new(),
-            containers: Vec::new(),
-            pods,
+            control: env.control,
             manager: None,
             plugin: Arc::new(RecordingNetworkPlugin::new()),
-            redactor,
-            observations: Vec::new(),
             pulled: BTreeSet::new(),
             current: 0,
         }
     }
 
     /// The step running (or the last one run), 0-based.
-    pub(super) fn current_step(&self) -> usize {
+    pub(crate) fn current_step(&self) -> usize {
         self.current
     }
 
     /// The unrecorded client, for cleanup.
-    pub(super) fn client(&self) -> &CriClient {
-        &self.env.client
+    pub(crate) fn client(&self) -> &CriClient {
+        &self.runtime
     }
 
     /// The redacted snapshot body: one entry per manager call.
-    pub(super) fn snapshot_body(&self) -> String {
-        serde_yaml::to_string(&Value::Sequence(self.observations.clone()))
-            .unwrap_or_else(|err| format!("cannot render the snapshot: {err}\n"))
+    pub(crate) fn snapshot_body(&self) -> String {
+        self.recorder.snapshot_body()
+    }
+
+    /// Everything observed so far.
+    pub fn observations(&self) -> &[crate::observe::Observation] {
+        self.recorder.observations()
     }
 
     /// Redacts text for messages.
-    pub(super) fn redact(&self, text: &str) -> String {
-        self.redactor.text(text)
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.recorder.redactor.text(text)
     }
 
     /// Runs every step in order; stops at the first failure.
-    pub(super) async fn run(&mut self) -> Result<(), StepFailure> {
+    pub(crate) async fn run(&mut self) -> Result<(), StepFailure> {
         let case = self.case;
         for (index, step) in case.steps.iter().enumerate() {
             self.current = index;
-            self.step(step).await.map_err(|err| StepFailure {
-                index,
-                message: self.redactor.text(&err.message),
-                transport: err.transport,
-            })?;
+            if let Err(err) = step.run(self).await {
+                return Err(StepFailure {
+                    index,
+                    message: self.redact(&err.to_string()),
+                    transport: err.is_transport(),
+                });
+            }
         }
         Ok(())
     }
 
-    fn uid(&self, pod: &str) -> String {
-        pod_uid(&self.run_id, self.case_no, pod)
-    }
-
-    fn sandbox(&self, alias: &str) -> Result<&SandboxRef, StepError> {
-        self.sandboxes
-            .iter()
-            .find(|s| s.alias == alias)
-            .ok_or_else(|| StepError::new(format!("no sandbox `{alias}`")))
-    }
-
-    fn container_id(&self, alias: &str) -> Result<String, StepError> {
-        self.containers
-            .iter()
-            .find(|c| c.alias == alias)
-            .map(|c| c.id.clone())
-            .ok_or_else(|| StepError::new(format!("no container `{alias}`")))
-    }
-
-    /// The id a sandbox alias has, or the one a seeded container made up for a missing sandbox.
-    fn sandbox_id_or_made_up(&self, alias: &str) -> String {
-        self.sandbox(alias)
-            .map(|s| s.id.clone())
-            .unwrap_or_else(|_| self.made_up_id(alias))
-    }
-
-    fn made_up_id(&self, alias: &str) -> String {
-        let digest = Sha256::digest(format!("{}/{}/{alias}", self.run_id, self.case_no));
-        hex::encode(digest)
-    }
-
-    /// Labels every object of the case carries.
-    fn base_labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (labels::RUN_ID.to_owned(), self.run_id.clone()),
-            (labels::CASE.to_owned(), self.case_no.to_string()),
-            (labels::MANAGED.to_owned(), "true".to_owned()),
-        ])
-    }
-
-    fn pod_labels(&self, pod: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (labels::POD_UID.to_owned(), self.uid(pod)),
-            (labels::POD_NAME.to_owned(), pod.to_owned()),
-            (labels::POD_NAMESPACE.to_owned(), self.namespace.clone()),
-        ])
-    }
-
-    async fn step(&mut self, step: &Step) -> Result<(), StepError> {
-        match step {
-            Step::PullImage(image) => self.pull(image).await,
-            Step::RunSandbox(s) => self.run_sandbox(s).await,
-            Step::StopSandbox(alias) => {
-                let id = self.sandbox(alias)?.id.clone();
-                Ok(self.env.client.stop_pod_sandbox(&id).await?)
-            }
-            Step::RemoveSandbox(alias) => {
-                let id = self.sandbox(alias)?.id.clone();
-                Ok(self.env.client.remove_pod_sandbox(&id).await?)
-            }
-            Step::CreateContainer(c) => self.create_container(c).await,
-            Step::StartContainer(alias) => {
-                let id = self.container_id(alias)?;
-                Ok(self.env.client.start_container(&id).await?)
-            }
-            Step::StopContainer(s) => {
-                let id = self.container_id(&s.container)?;
-                Ok(self.env.client.stop_container(&id, s.timeout).await?)
-            }
-            Step::RemoveContainer(alias) => {
-                let id = self.container_id(alias)?;
-                Ok(self.env.client.remove_container(&id).await?)
-            }
-            Step::CheckNetwork(c) => self.check_network(c).await,
-            Step::SleepMs(ms) => {
-                tokio::time::sleep(std::time::Duration::from_millis(*ms)).await;
-                Ok(())
-            }
-            Step::MockSetVersion(_)
-            | Step::MockInjectError(_)
-            | Step::MockSetClock(_)
-            | Step::MockAdvanceClock(_)
-            | Step::MockSeedSandbox(_)
-            | Step::MockSeedContainer(_) => self.mock_step(step).await,
-            Step::NewManager(n) => self.new_manager(n).await,
-            Step::Version(v) => self.version(v, false).await,
-            Step::ApiVersion(v) => self.version(v, true).await,
-            Step::Status(s) => self.status(s).await,
-            Step::GetPods(g) => self.get_pods(g).await,
-            Step::GetPodStatus(g) => self.get_pod_status(g).await,
-            Step::KillPod(k) => self.kill_pod(k).await,
-            Step::GetNetns(g) => self.get_netns(g).await,
-            Step::GetPodContainerId(g) => self.get_pod_container_id(g).await,
+    /// Pulls an image unless the runtime has it already.
+    pub(crate) async fn pull(&mut self, symbol: &str) -> Result<(), StepError> {
+        let image = images::resolve(symbol);
+        if self.pulled.contains(&image) {
+            return Ok(());
         }
+        // A runtime that already has the image answers ImageStatus without the registry.
+        if self.runtime.image_status(&image).await?.is_none() {
+            self.runtime.pull_image(&image).await?;
+        }
+        self.pulled.insert(image);
+        Ok(())
     }
-}
 
-/// Every pod alias a case mentions.
-fn pods_of(case: &Case) -> BTreeSet<String> {
-    let mut pods = BTreeSet::new();
-    for step in &case.steps {
-        match step {
-            Step::RunSandbox(s) => {
-                pods.insert(s.pod.clone());
-            }
-            Step::MockSeedSandbox(s) => {
-                pods.insert(s.pod.clone());
-            }
-            Step::CreateContainer(step::CreateContainer {
-                pod_labels: Some(p),
-                ..
+    /// The mock's control service, or why the target has none.
+    pub(crate) fn control(
+        &self,
+        step: &'static str,
+    ) -> Result<MockControlClient<Channel>, StepError> {
+        self.control.clone().ok_or_else(|| {
+            StepError::Unsupported(format!(
+                "{step}: the target has no mock control service (the case needs mock_control)"
+            ))
+        })
+    }
+
+    /// Records a manager call's outcome.
+    pub(crate) fn observe<T>(
+        &mut self,
+        call: impl Into<String>,
+        result: &Result<T, ManagerError>,
+        answer: impl FnOnce(&T) -> Answer,
+    ) {
+        let outcome = result.as_ref().map(answer).map_err(ToString::to_string);
+        self.recorder.observe(call, outcome, None);
+    }
+
+    /// The manager, constructed (and recorded) on first use.
+    pub(crate) async fn ensure_manager(&mut self) -> Result<KubeGenericRuntimeManager, StepError> {
+        if let Some(manager) = &self.manager {
+            return Ok(manager.clone());
+        }
+        self.construct(&step::NewManagerExpect::default()).await?;
+        self.manager.clone().ok_or_else(|| {
+            StepError::Unsupported("the manager could not be constructed".to_owned())
+        })
+    }
+
+    /// Constructs the manager and checks the construction.
+    pub(crate) async fn construct(
+        &mut self,
+        expect: &step::NewManagerExpect,
+    ) -> Result<(), StepError> {
+        let result =
+            KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
+        if let Ok(manager) = &result {
+            self.recorder.redactor.runtime(manager.runtime_type());
+        }
+        self.observe("new_manager", &result, |m| Answer::Constructed {
+            runtime_type: m.runtime_type().to_owned(),
+        });
+        let Some(manager) = check_error(expect.error.as_ref(), result, |t| self.redact(t))? else {
+            return Ok(());
+        };
+        if let Some(wanted) = &expect.runtime_type {
+            let wanted = if wanted == step::REPORTED_RUNTIME_NAME {
+                self.runtime.version("").await?.runtime_name
+            } else {
+                wanted.clone()
+            };
+            expect_eq("runtime_type", &wanted, manager.runtime_type())?;
+        }
+        self.manager = Some(manager);
+        Ok(())
+    }
+
+    /// The case's own pods of a listing, in a stable order: a real runtime lists other pods
+    /// too, and lists in no fixed order.
+    pub(crate) fn own_pods(&self, pods: Vec<Pod>) -> Vec<Pod> {
+        let uids = self.ids.uids();
+        let mut own: Vec<Pod> = pods
+            .into_iter()
+            .filter(|pod| uids.contains(&pod.id) || pod.id.is_empty())
+            .map(|mut pod| {
+                if pod.id.is_empty() {
+                    // Unlabelled containers of anyone collapse here; keep ours.
+                    pod.containers.retain(|c| self.aliases.is_known(&c.id.id));
+                    pod.sandboxes.retain(|s| self.aliases.is_known(&s.id.id));
+                }
+                pod.containers.sort_by_key(|c| self.rank(&c.id.id));
+                pod.sandboxes.sort_by_key(|s| self.rank(&s.id.id));
+                pod
             })
-            | Step::MockSeedContainer(step::MockSeedContainer {
-                pod_labels: Some(p),
-                ..
-            }) if p != "none" => {
-                pods.insert(p.clone());
-            }
-            Step::GetPodStatus(g) => {
-                pods.insert(g.pod.clone());
-            }
-            Step::GetPods(g) => {
-                pods.extend(g.expect.pods.keys().cloned());
-                pods.extend(g.expect.only.iter().flatten().cloned());
-                pods.extend(g.expect.absent.iter().cloned());
-            }
-            Step::KillPod(k) => {
-                pods.insert(k.pod.clone());
-            }
-            Step::GetPodContainerId(g) => {
-                pods.insert(g.pod.clone());
-            }
-            _ => {}
-        }
+            .filter(|pod| {
+                !pod.id.is_empty() || !pod.containers.is_empty() || !pod.sandboxes.is_empty()
+            })
+            .collect();
+        own.sort_by(|a, b| a.id.cmp(&b.id));
+        own
     }
-    pods.remove("");
-    pods
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+    /// Sorts by the order the case made things in, unknown ids last (by their redacted form).
+    fn rank(&self, id: &str) -> (usize, String) {
+        (self.aliases.rank(id), self.redact(id))
+    }
 
-    #[test]
-    fn pod_uids_and_namespaces_are_unique_per_run_and_case() {
-        assert_eq!(pod_uid("r1", 3, "web"), "r1-3-web");
-        assert_eq!(pod_uid("r1", 3, ""), "");
-        assert_eq!(namespace("r1", 3), "crih-r1-3");
+    /// A sandbox or container id in suite terms: its alias, else its redacted form.
+    pub(crate) fn alias_of(&self, id: &str) -> String {
+        self.aliases
+            .alias_of(id)
+            .map_or_else(|| self.redact(id), str::to_owned)
+    }
+
+    /// A pod UID in suite terms.
+    pub(crate) fn pod_alias_of(&self, uid: &str) -> String {
+        self.ids
+            .alias_of(uid)
+            .map_or_else(|| self.redact(uid), str::to_owned)
+    }
+
+    /// A sync result's target in suite terms: a pod alias for a UID, a container alias for a
+    /// container name or id.
+    pub(crate) fn target_alias(&self, target: &str) -> String {
+        if let Some(pod) = self.ids.alias_of(target) {
+            return pod.to_owned();
+        }
+        if let Some(alias) = self.aliases.container_alias_of(target) {
+            return alias.to_owned();
+        }
+        self.alias_of(target)
+    }
+
+    /// The running pod `get_pods(true)` reports for a pod alias, sandboxes newest-created
+    /// first and containers in creation order, the same on every runtime.
+    pub(crate) async fn running_pod(
+        &mut self,
+        manager: &KubeGenericRuntimeManager,
+        pod: &str,
+    ) -> Result<Pod, StepError> {
+        let identity = self.ids.pod(pod);
+        let pods = manager.get_pods(true).await;
+        // Finding the running pod is not the call under test.
+        self.recorder.forget_calls();
+        let pods = pods.map_err(|err| {
+            StepError::Unsupported(format!("listing the running pod failed: {err}"))
+        })?;
+        let mut running = pods
+            .into_iter()
+            .find(|p| p.id == identity.uid)
+            .unwrap_or_else(|| Pod {
+                id: identity.uid,
+                name: identity.name,
+                namespace: identity.namespace,
+                ..Default::default()
+            });
+        // Runtimes list in no fixed order (containerd's is a map's); the seed takes the first
+        // sandbox for the latest.
+        running
+            .sandboxes
+            .sort_by_key(|s| std::cmp::Reverse(self.rank(&s.id.id)));
+        running.containers.sort_by_key(|c| self.rank(&c.id.id));
+        Ok(running)
+    }
+
+    /// After a kill: every sandbox of the pod is not ready and none of its containers runs.
+    pub(crate) async fn check_stopped(&self, pod: &str) -> Result<(), StepError> {
+        let uid = self.ids.uid(pod);
+        let own = self.ids.own_selector();
+        let sandboxes = self
+            .runtime
+            .list_pod_sandbox(Some(v1::PodSandboxFilter {
+                label_selector: own.clone(),
+                ..Default::default()
+            }))
+            .await?;
+        let pod_sandboxes: Vec<&v1::PodSandbox> = sandboxes
+            .iter()
+            .filter(|s| s.metadata.as_ref().is_some_and(|m| m.uid == uid))
+            .collect();
+        let ready: Vec<String> = pod_sandboxes
+            .iter()
+            .filter(|s| s.state == v1::PodSandboxState::SandboxReady as i32)
+            .map(|s| self.alias_of(&s.id))
+            .collect();
+        if !ready.is_empty() {
+            return Err(mismatch(
+                "stopped",
+                "all",
+                format!("sandboxes still ready: {}", show(&ready)),
+            ));
+        }
+        let sandbox_ids: BTreeSet<&str> = pod_sandboxes.iter().map(|s| s.id.as_str()).collect();
+        let containers = self
+            .runtime
+            .list_containers(Some(v1::ContainerFilter {
+                label_selector: own,
+                ..Default::default()
+            }))
+            .await?;
+        let running: Vec<String> = containers
+            .iter()
+            .filter(|c| {
+                c.labels.get(labels::POD_UID) == Some(&uid)
+                    || sandbox_ids.contains(c.pod_sandbox_id.as_str())
+            })
+            .filter(|c| c.state == v1::ContainerState::ContainerRunning as i32)
+            .map(|c| self.alias_of(&c.id))
+            .collect();
+        if !running.is_empty() {
+            return Err(mismatch(
+                "stopped",
+                "all",
+                format!("containers still running: {}", show(&running)),
+            ));
+        }
+        Ok(())
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use super::tree::Node;
 use regex::Regex;
-use serde_yaml::Value;
 
 use crate::cri::labels;
 
@@ -74,6 +74,11 @@ impl Redactor {
         }
     }
 
+    /// Any value shown as the given text (e.g. a fixed pod UID with the run's suffix).
+    pub fn literal_as(&mut self, value: &str, shown: &str) {
+        self.literal(value, shown);
+    }
+
     /// A sandbox id known by its alias.
     pub fn sandbox(&mut self, id: &str, alias: &str) {
         self.literal(id, &format!("<sandbox:{alias}>"));
@@ -122,36 +127,28 @@ impl Redactor {
         UUID.replace_all(&out, "<uuid>").into_owned()
     }
 
-    /// Redacts a YAML tree: every string, every key, and by key name every timestamp
+    /// Redacts an observation tree: every string, every key, and by key name every timestamp
     /// (`*_at`, `timestamp`) and the case label's value.
-    pub fn value(&self, value: Value) -> Value {
-        match value {
-            Value::String(text) => Value::String(self.text(&text)),
-            Value::Sequence(items) => {
-                Value::Sequence(items.into_iter().map(|v| self.value(v)).collect())
-            }
-            Value::Mapping(map) => {
-                let mut out = serde_yaml::Mapping::with_capacity(map.len());
-                for (key, value) in map {
-                    let name = key.as_str().unwrap_or_default().to_owned();
-                    let value = if is_timestamp_key(&name) && is_nonzero_number(&value) {
-                        Value::String("<timestamp>".to_owned())
-                    } else if name == labels::CASE {
-                        Value::String("<case>".to_owned())
-                    } else {
-                        self.value(value)
-                    };
-                    out.insert(self.value(key), value);
-                }
-                Value::Mapping(out)
-            }
-            Value::Tagged(tagged) => {
-                let tagged = *tagged;
-                Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
-                    tag: tagged.tag,
-                    value: self.value(tagged.value),
-                }))
-            }
+    pub fn node(&self, node: Node) -> Node {
+        match node {
+            Node::Str(text) => Node::Str(self.text(&text)),
+            Node::Seq(items) => Node::Seq(items.into_iter().map(|n| self.node(n)).collect()),
+            Node::Map(entries) => Node::Map(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| {
+                        let name = key.as_str().unwrap_or_default();
+                        let value = if is_timestamp_key(name) && is_nonzero_number(&value) {
+                            Node::Str("<timestamp>".to_owned())
+                        } else if name == labels::CASE {
+                            Node::Str("<case>".to_owned())
+                        } else {
+                            self.node(value)
+                        };
+                        (self.node(key), value)
+                    })
+                    .collect(),
+            ),
             other => other,
         }
     }
@@ -161,9 +158,10 @@ fn is_timestamp_key(key: &str) -> bool {
     key.ends_with("_at") || key == "timestamp"
 }
 
-fn is_nonzero_number(value: &Value) -> bool {
-    match value {
-        Value::Number(n) => n.as_i64() != Some(0) && n.as_u64() != Some(0),
+fn is_nonzero_number(node: &Node) -> bool {
+    match node {
+        Node::Int(n) => *n != 0,
+        Node::Uint(n) => *n != 0,
         _ => false,
     }
 }
@@ -219,14 +217,49 @@ mod tests {
 
     #[test]
     fn timestamps_and_the_case_label_are_redacted_by_key_and_zero_stays_visible() {
-        let value: Value = serde_yaml::from_str(
-            "created_at: 1700000000000000000\nfinished_at: 0\nlabels:\n  cri-harness.io/case: '3'\n  cri-harness.io/run-id: r1x\nid: 5d41402abc4b2a76b9719d911017c592aaaabbbbccccddddeeeeffff00001111\n",
-        )
-        .unwrap();
-        let out = serde_yaml::to_string(&redactor().value(value)).unwrap();
-        assert_eq!(
-            out,
-            "created_at: <timestamp>\nfinished_at: 0\nlabels:\n  cri-harness.io/case: <case>\n  cri-harness.io/run-id: <run>\nid: <sandbox:old>\n"
-        );
+        let tree = Node::Map(vec![
+            (
+                Node::Str("created_at".into()),
+                Node::Int(1_700_000_000_000_000_000),
+            ),
+            (Node::Str("finished_at".into()), Node::Int(0)),
+            (
+                Node::Str("labels".into()),
+                Node::Map(vec![
+                    (
+                        Node::Str("cri-harness.io/case".into()),
+                        Node::Str("3".into()),
+                    ),
+                    (
+                        Node::Str("cri-harness.io/run-id".into()),
+                        Node::Str("r1x".into()),
+                    ),
+                ]),
+            ),
+            (Node::Str("id".into()), Node::Str(SANDBOX.into())),
+        ]);
+        let out = redactor().node(tree);
+        let expected = Node::Map(vec![
+            (
+                Node::Str("created_at".into()),
+                Node::Str("<timestamp>".into()),
+            ),
+            (Node::Str("finished_at".into()), Node::Int(0)),
+            (
+                Node::Str("labels".into()),
+                Node::Map(vec![
+                    (
+                        Node::Str("cri-harness.io/case".into()),
+                        Node::Str("<case>".into()),
+                    ),
+                    (
+                        Node::Str("cri-harness.io/run-id".into()),
+                        Node::Str("<run>".into()),
+                    ),
+                ]),
+            ),
+            (Node::Str("id".into()), Node::Str("<sandbox:old>".into())),
+        ]);
+        assert_eq!(out, expected);
     }
 }

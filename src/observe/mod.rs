@@ -1,0 +1,136 @@
+//! One model of what was observed: each manager call of a case, with its typed answer (or its
+//! error), the CRI calls it made and the network teardowns it asked for. The runner's checks
+//! and snapshots, the property checkers and the differential all read these values; the one
+//! [`Redactor`] turns them into stable text, and [`render`] writes a snapshot body.
+
+pub mod redact;
+pub mod tree;
+
+use serde::{Serialize, Serializer};
+
+pub use redact::Redactor;
+pub use tree::Node;
+
+use crate::cri::CallRecord;
+use crate::manager::{
+    ContainerId, Pod, PodStatus, PodSyncResult, RuntimeStatus, RuntimeVersion, TeardownCall,
+};
+
+/// What one manager call answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// The manager was constructed; its runtime type.
+    Constructed {
+        /// `runtime_type()`.
+        runtime_type: String,
+    },
+    /// `Version()` or `APIVersion()`.
+    Version(RuntimeVersion),
+    /// `Status()`.
+    Status(RuntimeStatus),
+    /// `GetPods(all)`, the case's own pods.
+    Pods(Vec<Pod>),
+    /// `GetPodStatus(...)`.
+    PodStatus(Box<PodStatus>),
+    /// `KillPod(...)`: every step's result.
+    Killed(PodSyncResult),
+    /// `GetNetNS(...)`: the path (recorded as `<netns>` or empty: its name is the runtime's).
+    Netns(#[serde(serialize_with = "netns_token")] String),
+    /// `GetPodContainerID(...)`.
+    ContainerId(ContainerId),
+}
+
+fn netns_token<S: Serializer>(path: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(1))?;
+    map.serialize_entry("netns", if path.is_empty() { "" } else { "<netns>" })?;
+    map.end()
+}
+
+/// One CRI call a manager call made, as the client logged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CriCall {
+    /// Short method name, e.g. `StopContainer`.
+    pub method: String,
+    /// The request's identifying fields, one line ("" when it has none).
+    pub request: String,
+    /// `OK` or `Code: message`.
+    pub outcome: String,
+}
+
+impl From<CallRecord> for CriCall {
+    fn from(record: CallRecord) -> Self {
+        Self {
+            method: record.method,
+            request: record.request,
+            outcome: record.outcome,
+        }
+    }
+}
+
+impl std::fmt::Display for CriCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.request.is_empty() {
+            write!(f, "{} -> {}", self.method, self.outcome)
+        } else {
+            write!(f, "{} {} -> {}", self.method, self.request, self.outcome)
+        }
+    }
+}
+
+impl Serialize for CriCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// One manager call of a case and everything it caused.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Observation {
+    /// The call in suite terms, e.g. `kill_pod web without spec`.
+    pub call: String,
+    /// Its answer, when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Answer>,
+    /// Its error text, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The CRI calls it made, in the order they were issued.
+    pub cri: Vec<CriCall>,
+    /// The network teardowns it asked the plugin for (recorded for `kill_pod` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Vec<TeardownCall>>,
+}
+
+impl Observation {
+    /// An observation of a call's outcome and the CRI calls it made.
+    pub fn new(
+        call: impl Into<String>,
+        outcome: Result<Answer, String>,
+        cri: Vec<CriCall>,
+    ) -> Self {
+        let (result, error) = match outcome {
+            Ok(answer) => (Some(answer), None),
+            Err(text) => (None, Some(text)),
+        };
+        Self {
+            call: call.into(),
+            result,
+            error,
+            cri,
+            teardown: None,
+        }
+    }
+}
+
+/// A redacted observation list as YAML, the body of a snapshot.
+pub fn render(observations: &[Observation], redactor: &Redactor) -> String {
+    let tree = redactor.node(tree::node_or_note(observations));
+    yaml(&tree)
+}
+
+/// Any tree as YAML text.
+pub fn yaml(tree: &Node) -> String {
+    serde_saphyr::to_string(tree).unwrap_or_else(|err| format!("cannot write YAML: {err}\n"))
+}

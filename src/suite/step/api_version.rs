@@ -1,0 +1,34 @@
+//! `api_version`: the manager's `APIVersion()`, the CRI API version the runtime speaks.
+
+use serde::{Deserialize, Serialize};
+
+use super::version::VersionExpect;
+use super::{is_default, Kind, Scope, StepDef};
+use crate::runner::case::{CaseRun, StepError};
+
+/// `api_version`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an `api_version` step: `expect`")]
+pub struct ApiVersion {
+    /// Expectations.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: VersionExpect,
+}
+
+impl StepDef for ApiVersion {
+    const NAME: &'static str = "api_version";
+    const KIND: Kind = Kind::Manager;
+    const ABOUT: &'static str = "`APIVersion()`: the runtime's API version.";
+
+    fn expect_fields() -> &'static [&'static str] {
+        super::fields_of::<VersionExpect>()
+    }
+
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        scope.error(self.expect.error.as_ref())
+    }
+
+    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+        self.expect.run(world, true).await
+    }
+}

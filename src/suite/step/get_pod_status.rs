@@ -1,0 +1,250 @@
+//! `get_pod_status`: the manager's `GetPodStatus(uid, name, namespace)`: the pod's identity, its
+//! IP (from the newest sandbox, only while ready), its sandboxes newest first, and its
+//! containers' statuses field by field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_default, ErrorExpect, Kind, Scope, State, StepDef};
+use crate::cri::v1;
+use crate::manager::ContainerStatus;
+use crate::observe::Answer;
+use crate::runner::case::{check_error, expect_eq, show, sorted, CaseRun, StepError};
+
+/// `get_pod_status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a `get_pod_status` step: `pod`, `expect`")]
+pub struct GetPodStatus {
+    /// Pod alias.
+    pub pod: String,
+    /// Expectations.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: PodStatusExpect,
+}
+
+/// The expected pod IP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpExpect {
+    /// No IP.
+    None,
+    /// The IP the sandbox with this alias reported when it was run.
+    Of(String),
+}
+
+/// What `get_pod_status` checks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_pod_status` expectation: `error`, `id`, `name`, `namespace`, `ip`, `ips`, `sandboxes`, `containers`, `container_order`, `container`"
+)]
+pub struct PodStatusExpect {
+    /// The call fails like this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorExpect>,
+    /// The status's pod UID, in suite terms (`<uid:ALIAS>`, or a fixed UID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The status's pod name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The status's namespace (`<namespace>` for the case's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The pod IP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<IpExpect>,
+    /// Every IP of the newest sandbox while it is ready (primary first), by sandbox alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips: Option<Vec<String>>,
+    /// Sandbox statuses, exactly these, newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandboxes: Option<Vec<String>>,
+    /// Container statuses, exactly these, in any order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Vec<String>>,
+    /// Container statuses, exactly these, in the manager's order (newest first per sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_order: Option<Vec<String>>,
+    /// Field by field, per container alias.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub container: BTreeMap<String, ContainerExpect>,
+}
+
+/// One container status, field by field.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a container status expectation: `name`, `image`, `hash`, `restart_count`, `state`, `exit_code`, `reason`, `created_at`"
+)]
+pub struct ContainerExpect {
+    /// The container name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The image as requested (a full reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The `io.kubernetes.container.hash` annotation, read as hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<u64>,
+    /// The restart count (the `io.kubernetes.container.restartCount` annotation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<i32>,
+    /// The state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    /// The exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The runtime's short reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Creation time, whole seconds since the Unix epoch (on the mock's set clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+}
+
+impl StepDef for GetPodStatus {
+    const NAME: &'static str = "get_pod_status";
+    const KIND: Kind = Kind::Manager;
+    const ABOUT: &'static str =
+        "`GetPodStatus(uid, name, namespace)`: the pod's IP, sandboxes and container statuses.";
+
+    fn expect_fields() -> &'static [&'static str] {
+        super::fields_of::<PodStatusExpect>()
+    }
+
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        scope.error(self.expect.error.as_ref())?;
+        scope.pod(&self.pod)?;
+        for alias in self.expect.sandboxes.iter().flatten().chain(self.expect.ips.iter().flatten()) {
+            scope.sandbox(alias)?;
+        }
+        if let Some(IpExpect::Of(alias)) = &self.expect.ip {
+            scope.sandbox(alias)?;
+        }
+        let containers = self.expect.containers.iter().flatten();
+        let ordered = self.expect.container_order.iter().flatten();
+        for alias in containers.chain(ordered).chain(self.expect.container.keys()) {
+            scope.container(alias)?;
+        }
+        Ok(())
+    }
+
+    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+        let manager = world.ensure_manager().await?;
+        let pod = world.ids.pod(&self.pod);
+        let result = manager.get_pod_status(&pod.uid, &pod.name, &pod.namespace).await;
+        world.observe(format!("get_pod_status {}", self.pod), &result, |s| {
+            Answer::PodStatus(Box::new(s.clone()))
+        });
+        let Some(status) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        else {
+            return Ok(());
+        };
+        let expect = &self.expect;
+        if let Some(id) = &expect.id {
+            expect_eq("id", id, &world.redact(&status.id))?;
+        }
+        if let Some(name) = &expect.name {
+            expect_eq("name", name, &status.name)?;
+        }
+        if let Some(namespace) = &expect.namespace {
+            expect_eq("namespace", namespace, &world.redact(&status.namespace))?;
+        }
+        if let Some(ip) = &expect.ip {
+            let actual = if status.ip.is_empty() {
+                "none".to_owned()
+            } else {
+                world.recorder.redactor.ip_token(&status.ip)
+            };
+            let wanted = match ip {
+                IpExpect::None => "none".to_owned(),
+                IpExpect::Of(alias) => format!("<ip:{alias}>"),
+            };
+            expect_eq("ip", &wanted, &actual)?;
+        }
+        if let Some(wanted) = &expect.ips {
+            let wanted: Vec<String> = wanted.iter().map(|a| format!("<ip:{a}>")).collect();
+            let actual: Vec<String> = newest_ready_ips(&status.sandbox_statuses)
+                .iter()
+                .map(|ip| world.recorder.redactor.ip_token(ip))
+                .collect();
+            expect_eq("ips", &show(&wanted), &show(&actual))?;
+        }
+        if let Some(wanted) = &expect.sandboxes {
+            let actual: Vec<String> = status
+                .sandbox_statuses
+                .iter()
+                .map(|s| world.alias_of(&s.id))
+                .collect();
+            expect_eq("sandboxes (newest first)", &show(wanted), &show(&actual))?;
+        }
+        let in_order: Vec<String> = status
+            .container_statuses
+            .iter()
+            .map(|c| world.alias_of(&c.id.id))
+            .collect();
+        if let Some(wanted) = &expect.containers {
+            expect_eq(
+                "containers",
+                &show(&sorted(wanted.iter().cloned())),
+                &show(&sorted(in_order.iter().cloned())),
+            )?;
+        }
+        if let Some(wanted) = &expect.container_order {
+            expect_eq("container_order", &show(wanted), &show(&in_order))?;
+        }
+        for (alias, want) in &expect.container {
+            let field = format!("container.{alias}");
+            let got = status
+                .container_statuses
+                .iter()
+                .find(|c| world.alias_of(&c.id.id) == *alias)
+                .ok_or_else(|| {
+                    crate::runner::case::mismatch(&field, "present", format!("absent (containers: {})", show(&in_order)))
+                })?;
+            check_container(&field, want, got)?;
+        }
+        Ok(())
+    }
+}
+
+/// The newest sandbox's IPs while it is ready: the kubelet's pod IPs.
+fn newest_ready_ips(newest_first: &[v1::PodSandboxStatus]) -> Vec<String> {
+    newest_first
+        .first()
+        .filter(|s| s.state == v1::PodSandboxState::SandboxReady as i32)
+        .and_then(|s| s.network.as_ref())
+        .filter(|n| !n.ip.is_empty())
+        .map(|n| {
+            std::iter::once(n.ip.clone())
+                .chain(n.additional_ips.iter().map(|ip| ip.ip.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn check_container(field: &str, want: &ContainerExpect, got: &ContainerStatus) -> Result<(), StepError> {
+    let check = |name: &str, wanted: Option<String>, actual: String| match wanted {
+        Some(wanted) => expect_eq(format!("{field}.{name}"), &wanted, &actual),
+        None => Ok(()),
+    };
+    check("name", want.name.clone(), got.name.clone())?;
+    check("image", want.image.clone(), got.image.clone())?;
+    check("hash", want.hash.map(|h| h.to_string()), got.hash.to_string())?;
+    check(
+        "restart_count",
+        want.restart_count.map(|n| n.to_string()),
+        got.restart_count.to_string(),
+    )?;
+    check("state", want.state.map(|s| s.0.name().to_owned()), got.state.name().to_owned())?;
+    check("exit_code", want.exit_code.map(|n| n.to_string()), got.exit_code.to_string())?;
+    check("reason", want.reason.clone(), got.reason.clone())?;
+    check(
+        "created_at",
+        want.created_at.map(|s| s.to_string()),
+        got.created_at.div_euclid(1_000_000_000).to_string(),
+    )
+}

@@ -1,0 +1,40 @@
+//! `mock_advance_clock`: moves the mock's (frozen) clock forward.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kind, Scope, StepDef};
+use crate::mock::control_api::AdvanceClockRequest;
+use crate::runner::case::{control_failed, CaseRun, StepError};
+
+/// `mock_advance_clock`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a `mock_advance_clock` step: `ms`")]
+pub struct MockAdvanceClock {
+    /// How far, in milliseconds.
+    pub ms: i64,
+}
+
+impl StepDef for MockAdvanceClock {
+    const NAME: &'static str = "mock_advance_clock";
+    const KIND: Kind = Kind::MockControl;
+    const ABOUT: &'static str = "Moves the mock's clock forward by `ms` milliseconds.";
+
+    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+        if self.ms < 0 {
+            return Err("`ms` must not be negative: the clock only moves forward".to_owned());
+        }
+        Ok(())
+    }
+
+    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+        let request = AdvanceClockRequest {
+            nanos: self.ms.saturating_mul(1_000_000),
+        };
+        world
+            .control(Self::NAME)?
+            .advance_clock(request)
+            .await
+            .map_err(control_failed(Self::NAME))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! `mock_seed_container`: a container inserted into the mock exactly as given, possibly
+//! without metadata or in a sandbox that does not exist.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{busybox, is_busybox, is_default, is_true, yes, Kind, Scope, State, StepDef};
+use crate::cri::{labels, v1};
+use crate::images;
+use crate::manager::ContainerState;
+use crate::mock::control_api::SeedContainerRequest;
+use crate::runner::case::{control_failed, seed_time, CaseRun, ContainerRef, StepError};
+
+fn running() -> State {
+    State(ContainerState::Running)
+}
+
+fn is_running(state: &State) -> bool {
+    state.0 == ContainerState::Running
+}
+
+/// `mock_seed_container`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `mock_seed_container` step: `as`, `sandbox`, `name`, `metadata`, `attempt`, `state`, `created_at`, `image`, `pod_labels`, `labels`, `annotations`"
+)]
+pub struct MockSeedContainer {
+    /// Container alias.
+    #[serde(rename = "as")]
+    pub alias: String,
+    /// Sandbox alias; a sandbox never created is allowed (its id is made up from the alias).
+    pub sandbox: String,
+    /// Container name (defaults to the alias).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Carry metadata (default true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub metadata: bool,
+    /// Metadata attempt.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub attempt: u32,
+    /// State (default running).
+    #[serde(default = "running", skip_serializing_if = "is_running")]
+    pub state: State,
+    /// Creation time in seconds since the Unix epoch (default: now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    /// Image symbol or reference.
+    #[serde(default = "busybox", skip_serializing_if = "is_busybox")]
+    pub image: String,
+    /// Whose pod labels to write: a pod alias or `none`; defaults to the sandbox's pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_labels: Option<String>,
+    /// Extra labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations (e.g. `io.kubernetes.container.hash`, `io.kubernetes.container.restartCount`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl StepDef for MockSeedContainer {
+    const NAME: &'static str = "mock_seed_container";
+    const KIND: Kind = Kind::MockControl;
+    const ABOUT: &'static str =
+        "Inserts a raw container, possibly without metadata or in a missing sandbox.";
+
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        // The sandbox need not exist: orphans are seeded this way.
+        scope.alias_shaped(&self.sandbox, "sandbox")?;
+        scope.pod_labels(self.pod_labels.as_deref())?;
+        scope.define_container(&self.alias)
+    }
+
+    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+        let name = self.name.clone().unwrap_or_else(|| self.alias.clone());
+        let sandbox_id = world.aliases.sandbox_id_or_made_up(&self.sandbox);
+        let sandbox_pod = world.aliases.sandbox(&self.sandbox).ok().map(|s| s.pod.clone());
+        let mut container_labels = world.ids.base_labels();
+        match (self.pod_labels.as_deref(), sandbox_pod) {
+            (Some("none"), _) | (None, None) => {}
+            (Some(pod), _) => container_labels.extend(world.ids.pod_labels(pod)),
+            (None, Some(pod)) => container_labels.extend(world.ids.pod_labels(&pod)),
+        }
+        container_labels.insert(labels::CONTAINER_NAME.to_owned(), name.clone());
+        container_labels.extend(self.labels.clone());
+        let image = images::resolve(&self.image);
+        let status = v1::ContainerStatus {
+            id: world.aliases.made_up_id(&self.alias),
+            metadata: self.metadata.then(|| v1::ContainerMetadata {
+                name: name.clone(),
+                attempt: self.attempt,
+            }),
+            state: self.state.0.to_cri_container() as i32,
+            created_at: seed_time(self.created_at),
+            image: Some(v1::ImageSpec {
+                image: image.clone(),
+                ..Default::default()
+            }),
+            image_ref: image.clone(),
+            labels: container_labels,
+            annotations: self.annotations.clone(),
+            ..Default::default()
+        };
+        let id = status.id.clone();
+        world.recorder.redactor.container(&id, &self.alias);
+        world
+            .control(Self::NAME)?
+            .seed_container(SeedContainerRequest {
+                pod_sandbox_id: sandbox_id,
+                status: Some(status),
+            })
+            .await
+            .map_err(control_failed(Self::NAME))?;
+        world.aliases.containers.push(ContainerRef {
+            alias: self.alias.clone(),
+            id,
+            name,
+            image,
+        });
+        Ok(())
+    }
+}

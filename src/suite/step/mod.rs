@@ -1,0 +1,416 @@
+//! The steps a case is made of. Each step kind is one file of this folder: its YAML shape
+//! (serde, refusing unknown fields), its validation against the case so far, its execution on
+//! a case's world, its expectations, and (through `Serialize`) how it prints back to YAML. The
+//! [`registry!`] list below names each once; the loader, the runner, the property printer and
+//! the README's reference all take the steps from it.
+
+mod fields;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use check_network::NetworkState;
+pub(crate) use fields::{busybox, is_busybox, is_default, is_true, yes};
+pub use fields::{
+    Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State, TextExpect, BUSYBOX, GRPC_CODES,
+};
+pub use get_pod_status::{ContainerExpect, IpExpect, PodStatusExpect};
+pub use get_pods::{GetPodsExpect, PodExpect};
+pub use kill_pod::{KillExpect, RestartPolicy, SpecFields, Stopped, SyncResultExpect};
+pub use new_manager::{NewManagerExpect, REPORTED_RUNTIME_NAME};
+
+use crate::runner::case::{CaseRun, StepError};
+
+/// What kind of step this is, which decides how it runs and whether it is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Acts on the runtime through the unrecorded client.
+    Setup,
+    /// Acts on the mock's control service: the case must declare `needs: [mock_control]`.
+    MockControl,
+    /// A manager call, recorded in the snapshot.
+    Manager,
+}
+
+/// One step kind: its name, what it is, how it validates and runs.
+pub trait StepDef: Sized + Serialize + DeserializeOwned {
+    /// The name suites write (`stop_sandbox`).
+    const NAME: &'static str;
+    /// Setup, mock control or manager call.
+    const KIND: Kind;
+    /// One line for the reference.
+    const ABOUT: &'static str;
+
+    /// The fields of its `expect:` block, for the reference (none by default).
+    fn expect_fields() -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Checks the step against the case so far: aliases it uses are defined, those it defines
+    /// are new, pods it names are valid. The message speaks the suite's words.
+    fn check(&self, scope: &mut Scope) -> Result<(), String>;
+
+    /// Runs the step on a case's world (`Send`, so cases can run on any worker).
+    fn run(
+        &self,
+        world: &mut CaseRun<'_>,
+    ) -> impl std::future::Future<Output = Result<(), StepError>> + Send;
+}
+
+/// What the reference says of one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepInfo {
+    /// The step's name.
+    pub name: &'static str,
+    /// Setup, mock control or manager call.
+    pub kind: Kind,
+    /// One line on what it does.
+    pub about: &'static str,
+    /// Its fields (empty for a step written as a scalar, like `stop_sandbox: ALIAS`).
+    pub fields: &'static [&'static str],
+    /// The fields of its `expect:` block.
+    pub expect_fields: &'static [&'static str],
+}
+
+impl StepInfo {
+    fn of<T: StepDef>() -> Self {
+        Self {
+            name: T::NAME,
+            kind: T::KIND,
+            about: T::ABOUT,
+            fields: fields_of::<T>(),
+            expect_fields: T::expect_fields(),
+        }
+    }
+}
+
+/// The field names a derived `Deserialize` of `T` accepts; none for a scalar.
+pub fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut probe = fields_probe::Probe::default();
+    // The probe always fails, having looked at the fields.
+    let _ = T::deserialize(&mut probe);
+    probe.fields
+}
+
+mod fields_probe {
+    //! A deserializer that only learns which fields a struct has.
+    use serde::de::{self, Visitor};
+
+    #[derive(Default)]
+    pub(super) struct Probe {
+        pub fields: &'static [&'static str],
+    }
+
+    #[derive(Debug)]
+    pub(super) struct Done;
+
+    impl std::fmt::Display for Done {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("probed")
+        }
+    }
+
+    impl std::error::Error for Done {}
+
+    impl de::Error for Done {
+        fn custom<T: std::fmt::Display>(_msg: T) -> Self {
+            Done
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for &mut Probe {
+        type Error = Done;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Done> {
+            Err(Done)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Done> {
+            self.fields = fields;
+            Err(Done)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Done> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+}
+
+/// What a case has defined so far, for validating its next step.
+#[derive(Debug, Default)]
+pub struct Scope {
+    sandboxes: BTreeSet<String>,
+    containers: BTreeSet<String>,
+    /// Every pod alias the steps name (not the empty one).
+    pub pods: BTreeSet<String>,
+    /// Manager calls so far.
+    pub manager_calls: usize,
+}
+
+fn list(items: &BTreeSet<String>) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items
+            .iter()
+            .map(|i| format!("`{i}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn is_alias(alias: &str) -> bool {
+    !alias.is_empty()
+        && alias
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl Scope {
+    /// A sandbox alias defined before.
+    pub fn sandbox(&self, alias: &str) -> Result<(), String> {
+        if self.sandboxes.contains(alias) {
+            return Ok(());
+        }
+        Err(format!(
+            "unknown sandbox alias `{alias}`; defined so far: {}",
+            list(&self.sandboxes)
+        ))
+    }
+
+    /// A container alias defined before.
+    pub fn container(&self, alias: &str) -> Result<(), String> {
+        if self.containers.contains(alias) {
+            return Ok(());
+        }
+        Err(format!(
+            "unknown container alias `{alias}`; defined so far: {}",
+            list(&self.containers)
+        ))
+    }
+
+    /// A sandbox or container alias defined before.
+    pub fn either(&self, alias: &str) -> Result<(), String> {
+        if self.sandboxes.contains(alias) || self.containers.contains(alias) {
+            return Ok(());
+        }
+        Err(format!(
+            "unknown alias `{alias}`; sandboxes so far: {}; containers so far: {}",
+            list(&self.sandboxes),
+            list(&self.containers)
+        ))
+    }
+
+    /// Defines a new sandbox alias.
+    pub fn define_sandbox(&mut self, alias: &str) -> Result<(), String> {
+        self.fresh(alias)?;
+        self.sandboxes.insert(alias.to_owned());
+        Ok(())
+    }
+
+    /// Defines a new container alias.
+    pub fn define_container(&mut self, alias: &str) -> Result<(), String> {
+        self.fresh(alias)?;
+        self.containers.insert(alias.to_owned());
+        Ok(())
+    }
+
+    fn fresh(&self, alias: &str) -> Result<(), String> {
+        if !is_alias(alias) {
+            return Err(format!(
+                "alias `{alias}` must be letters, digits, `-` and `_`"
+            ));
+        }
+        if self.sandboxes.contains(alias) || self.containers.contains(alias) {
+            return Err(format!("alias `{alias}` is already defined"));
+        }
+        Ok(())
+    }
+
+    /// A name that could be an alias, for objects that need not exist.
+    pub fn alias_shaped(&self, alias: &str, what: &str) -> Result<(), String> {
+        if is_alias(alias) {
+            Ok(())
+        } else {
+            Err(format!("`{alias}` cannot name a {what}"))
+        }
+    }
+
+    /// A pod alias; `""` names the pod of containers without pod labels.
+    pub fn pod(&mut self, alias: &str) -> Result<(), String> {
+        if alias == "none" || (!alias.is_empty() && !is_alias(alias)) {
+            return Err(format!(
+                "`{alias}` cannot name a pod; use letters, digits, `-` and `_` (not `none`)"
+            ));
+        }
+        if !alias.is_empty() {
+            self.pods.insert(alias.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Whose pod labels to write: a pod alias, or `none`.
+    pub fn pod_labels(&mut self, labels: Option<&str>) -> Result<(), String> {
+        match labels {
+            Some("none") | None => Ok(()),
+            Some(alias) => self.pod(alias),
+        }
+    }
+
+    /// A text expectation whose pattern must compile.
+    pub fn text(&self, field: &str, text: &TextExpect) -> Result<(), String> {
+        match text.bad_pattern() {
+            Some(why) => Err(format!("{field}: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// An error expectation whose pattern must compile.
+    pub fn error(&self, expect: Option<&ErrorExpect>) -> Result<(), String> {
+        match expect {
+            Some(e) => self.text("error", &e.text()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Lists every step kind once: its module (one file) and its type. The variant of [`Step`]
+/// takes the type's name, and serde writes it in snake case, which must be its `NAME` (a test
+/// checks).
+macro_rules! registry {
+    ($($module:ident :: $ty:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        $(pub use $module::$ty;)*
+
+        /// One step of a case, written as a single-key map: `- stop_sandbox: old`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Step {
+            $(
+                #[doc = concat!("`", stringify!($module), "`")]
+                $ty($ty),
+            )*
+        }
+
+        impl Step {
+            /// The step's name as written in suite files.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Step::$ty(_) => <$ty as StepDef>::NAME,)*
+                }
+            }
+
+            /// Setup, mock control or manager call.
+            pub fn kind(&self) -> Kind {
+                match self {
+                    $(Step::$ty(_) => <$ty as StepDef>::KIND,)*
+                }
+            }
+
+            /// Checks the step against the case so far.
+            pub fn check(&self, scope: &mut Scope) -> Result<(), String> {
+                match self {
+                    $(Step::$ty(step) => step.check(scope),)*
+                }
+            }
+
+            /// Runs the step.
+            pub async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+                match self {
+                    $(Step::$ty(step) => step.run(world).await,)*
+                }
+            }
+        }
+
+        /// Every step kind, in reference order.
+        pub fn registry() -> Vec<StepInfo> {
+            vec![$(StepInfo::of::<$ty>(),)*]
+        }
+    };
+}
+
+registry! {
+    // setup on the runtime, not recorded
+    pull_image::PullImage,
+    run_sandbox::RunSandbox,
+    stop_sandbox::StopSandbox,
+    remove_sandbox::RemoveSandbox,
+    create_container::CreateContainer,
+    start_container::StartContainer,
+    stop_container::StopContainer,
+    remove_container::RemoveContainer,
+    sleep_ms::SleepMs,
+    check_network::CheckNetwork,
+    list_containers::ListContainers,
+    // mock only: need `needs: [mock_control]`
+    mock_set_version::MockSetVersion,
+    mock_inject_error::MockInjectError,
+    mock_set_clock::MockSetClock,
+    mock_advance_clock::MockAdvanceClock,
+    mock_seed_sandbox::MockSeedSandbox,
+    mock_seed_container::MockSeedContainer,
+    // manager calls, recorded in the snapshot
+    new_manager::NewManager,
+    version::Version,
+    api_version::ApiVersion,
+    status::Status,
+    get_pods::GetPods,
+    get_pod_status::GetPodStatus,
+    kill_pod::KillPod,
+    get_netns::GetNetns,
+    get_pod_container_id::GetPodContainerId,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Setup => "setup",
+            Kind::MockControl => "mock control",
+            Kind::Manager => "manager call",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_name_is_the_name_serde_reads() {
+        for info in registry() {
+            let variant = serde_saphyr::to_string(&info.name).unwrap_or_default();
+            assert!(
+                variant.trim().trim_matches('"') == info.name,
+                "{} prints as {variant}",
+                info.name
+            );
+        }
+        let names: BTreeSet<&str> = registry().iter().map(|i| i.name).collect();
+        assert_eq!(names.len(), registry().len(), "a name is registered twice");
+    }
+
+    #[test]
+    fn the_probe_finds_a_structs_fields_and_none_for_a_scalar() {
+        assert!(fields_of::<RunSandbox>().contains(&"as"));
+        assert!(fields_of::<RunSandbox>().contains(&"pod"));
+        assert!(fields_of::<StopSandbox>().is_empty());
+    }
+}

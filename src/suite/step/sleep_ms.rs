@@ -1,0 +1,26 @@
+//! `sleep_ms: N`: waits, so creation times differ on runtimes with coarse clocks.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kind, Scope, StepDef};
+use crate::runner::case::{CaseRun, StepError};
+
+/// `sleep_ms`: milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SleepMs(pub u64);
+
+impl StepDef for SleepMs {
+    const NAME: &'static str = "sleep_ms";
+    const KIND: Kind = Kind::Setup;
+    const ABOUT: &'static str = "Waits N milliseconds (the case's deadline still holds).";
+
+    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn run(&self, _world: &mut CaseRun<'_>) -> Result<(), StepError> {
+        tokio::time::sleep(std::time::Duration::from_millis(self.0)).await;
+        Ok(())
+    }
+}
