@@ -23,6 +23,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "suites/pod-helpers.yaml",
         include_str!("../../suites/pod-helpers.yaml"),
     ),
+    (
+        "suites/kubelet-fixtures.yaml",
+        include_str!("../../suites/kubelet-fixtures.yaml"),
+    ),
 ];
 
 #[cfg(test)]
