@@ -342,12 +342,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let yaml = serde_yaml::to_string(&status).unwrap();
+        let yaml = serde_saphyr::to_string(&status).unwrap();
         let expected = "\
 id: u1
-name: ''
-namespace: ''
-ip: 10.88.0.2
+name: \"\"
+namespace: \"\"
+ip: \"10.88.0.2\"
 sandbox_statuses:
 - id: s1
   name: web
@@ -356,13 +356,13 @@ sandbox_statuses:
   attempt: 1
   state: SANDBOX_NOTREADY
   created_at: 5
-  ip: 10.88.0.2
+  ip: \"10.88.0.2\"
   additional_ips:
   - fd00::2
   network_namespace: NODE
   labels: {}
   annotations: {}
-  runtime_handler: ''
+  runtime_handler: \"\"
 container_statuses: []
 ";
         assert_eq!(yaml, expected);

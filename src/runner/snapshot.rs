@@ -87,15 +87,16 @@ pub fn render(source: &str, expression: &str, body: &str) -> String {
     )
 }
 
-/// A plain YAML scalar when that reads back as the same string, else a double-quoted one.
+/// A plain YAML scalar when that reads back as the same string (insta's header reader takes
+/// only simple ones), else a double-quoted one.
 fn yaml_scalar(text: &str) -> String {
+    let emitted = crate::observe::yaml(&crate::observe::Node::Str(text.to_owned()));
     let plain = !text.is_empty()
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
         && !text.starts_with(['-', '.'])
-        && serde_yaml::from_str::<serde_yaml::Value>(text).ok()
-            == Some(serde_yaml::Value::String(text.to_owned()));
+        && emitted.trim_end() == text;
     if plain {
         text.to_owned()
     } else {
