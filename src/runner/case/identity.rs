@@ -140,6 +140,38 @@ impl Identity {
         ])
     }
 
+    /// A sandbox's labels: the case's, its pod's unless `pod_labels` is false, then `extra`.
+    pub fn sandbox_labels(
+        &self,
+        pod: &str,
+        pod_labels: bool,
+        extra: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut labels = self.base_labels();
+        if pod_labels {
+            labels.extend(self.pod_labels(pod));
+        }
+        labels.extend(extra.clone());
+        labels
+    }
+
+    /// A container's labels: the case's, the pod labels of `pod` (none for `None`), its
+    /// container name, then `extra`.
+    pub fn container_labels(
+        &self,
+        pod: Option<&str>,
+        name: &str,
+        extra: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut labels = self.base_labels();
+        if let Some(pod) = pod {
+            labels.extend(self.pod_labels(pod));
+        }
+        labels.insert(labels::CONTAINER_NAME.to_owned(), name.to_owned());
+        labels.extend(extra.clone());
+        labels
+    }
+
     /// The selector for the case's own objects.
     pub fn own_selector(&self) -> BTreeMap<String, String> {
         BTreeMap::from([

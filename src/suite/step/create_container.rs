@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{busybox, is_busybox, is_default, Kind, Scope, StepDef};
-use crate::cri::{labels, namespace_options, v1};
+use crate::cri::{namespace_options, v1};
 use crate::images;
 use crate::runner::case::{CaseRun, ContainerRef, StepError, DEFAULT_COMMAND};
 
@@ -61,14 +61,12 @@ impl StepDef for CreateContainer {
         world.pull(&self.image).await?;
         let sandbox = world.aliases.sandbox(&self.sandbox)?.clone();
         let name = self.name.clone().unwrap_or_else(|| self.alias.clone());
-        let mut container_labels = world.ids.base_labels();
-        match self.pod_labels.as_deref() {
-            Some("none") => {}
-            Some(pod) => container_labels.extend(world.ids.pod_labels(pod)),
-            None => container_labels.extend(world.ids.pod_labels(&sandbox.pod)),
-        }
-        container_labels.insert(labels::CONTAINER_NAME.to_owned(), name.clone());
-        container_labels.extend(self.labels.clone());
+        let pod = match self.pod_labels.as_deref() {
+            Some("none") => None,
+            Some(pod) => Some(pod),
+            None => Some(sandbox.pod.as_str()),
+        };
+        let container_labels = world.ids.container_labels(pod, &name, &self.labels);
         let command = self
             .command
             .clone()

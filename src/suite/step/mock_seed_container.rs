@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{busybox, is_busybox, is_default, is_true, yes, Kind, Scope, State, StepDef};
-use crate::cri::{labels, v1};
+use crate::cri::v1;
 use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::control_api::SeedContainerRequest;
@@ -78,14 +78,13 @@ impl StepDef for MockSeedContainer {
         let name = self.name.clone().unwrap_or_else(|| self.alias.clone());
         let sandbox_id = world.aliases.sandbox_id_or_made_up(&self.sandbox);
         let sandbox_pod = world.aliases.sandbox(&self.sandbox).ok().map(|s| s.pod.clone());
-        let mut container_labels = world.ids.base_labels();
-        match (self.pod_labels.as_deref(), sandbox_pod) {
-            (Some("none"), _) | (None, None) => {}
-            (Some(pod), _) => container_labels.extend(world.ids.pod_labels(pod)),
-            (None, Some(pod)) => container_labels.extend(world.ids.pod_labels(&pod)),
-        }
-        container_labels.insert(labels::CONTAINER_NAME.to_owned(), name.clone());
-        container_labels.extend(self.labels.clone());
+        // A sandbox that was never made has no pod to inherit.
+        let pod = match self.pod_labels.as_deref() {
+            Some("none") => None,
+            Some(pod) => Some(pod),
+            None => sandbox_pod.as_deref(),
+        };
+        let container_labels = world.ids.container_labels(pod, &name, &self.labels);
         let image = images::resolve(&self.image);
         let status = v1::ContainerStatus {
             id: world.aliases.made_up_id(&self.alias),

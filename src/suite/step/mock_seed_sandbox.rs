@@ -72,11 +72,9 @@ impl StepDef for MockSeedSandbox {
 
     async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
         let pod = world.ids.pod(&self.pod);
-        let mut labels = world.ids.base_labels();
-        if self.pod_labels {
-            labels.extend(world.ids.pod_labels(&self.pod));
-        }
-        labels.extend(self.labels.clone());
+        let labels = world
+            .ids
+            .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
         let status = v1::PodSandboxStatus {
             id: world.aliases.made_up_id(&self.alias),
             metadata: self.metadata.then_some(v1::PodSandboxMetadata {

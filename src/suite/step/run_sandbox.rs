@@ -50,11 +50,9 @@ impl StepDef for RunSandbox {
 
     async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
         let pod = world.ids.pod(&self.pod);
-        let mut labels = world.ids.base_labels();
-        if self.pod_labels {
-            labels.extend(world.ids.pod_labels(&self.pod));
-        }
-        labels.extend(self.labels.clone());
+        let labels = world
+            .ids
+            .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
         let config = v1::PodSandboxConfig {
             metadata: Some(v1::PodSandboxMetadata {
                 name: pod.name.clone(),
