@@ -14,3 +14,4 @@ pub mod prop;
 pub mod report;
 pub mod runner;
 pub mod suite;
+pub mod world;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub use crate::world::PodIdentity;
 pub use embedded::EMBEDDED;
 pub use load::{load, load_dir, load_embedded, parse, Loaded};
 pub use step::Step;
@@ -66,26 +67,6 @@ impl Case {
     pub fn step_line(&self, index: usize) -> usize {
         self.step_lines.get(index).copied().unwrap_or(self.line)
     }
-}
-
-/// A pod identity a case fixes, as the kubelet's test fixtures do (`uid: "12345678"`, `name:
-/// foo`, `namespace: new`). The run's id still goes into the UID on the wire, where the runtime
-/// needs it unique; snapshots show the fixed value.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a pod identity: `uid`, `name`, `namespace`"
-)]
-pub struct PodIdentity {
-    /// `metadata.uid`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<String>,
-    /// `metadata.name` (default: the pod alias).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// `metadata.namespace` (default: the case's own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
 }
 
 /// A capability a case needs from the target.

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::version::VersionExpect;
 use super::{is_default, Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `api_version`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ impl StepDef for ApiVersion {
         scope.error(self.expect.error.as_ref())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         self.expect.run(world, true).await
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::runner::case::{mismatch, CaseRun, StepError};
+use crate::world::{mismatch, World, StepError};
 
 /// `check_network`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ impl StepDef for CheckNetwork {
         scope.sandbox(&self.sandbox)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.sandbox(&self.sandbox)?.id.clone();
         let answer = world.runtime.pod_sandbox_status_with(&id, true).await?;
         let field = format!("check_network {}", self.sandbox);

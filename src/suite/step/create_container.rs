@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{busybox, is_busybox, is_default, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::images;
-use crate::runner::case::{CaseRun, ContainerRef, StepError, DEFAULT_COMMAND};
+use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
 
 /// `create_container`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ impl StepDef for CreateContainer {
         scope.define_container(&self.alias)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         world.pull(&self.image).await?;
         let sandbox = world.aliases.sandbox(&self.sandbox)?.clone();
         let name = self.name.clone().unwrap_or_else(|| self.alias.clone());

@@ -9,8 +9,8 @@ use regex::Regex;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::manager::{ContainerState, SyncAction};
-use crate::runner::case::{mismatch, StepError};
+use crate::manager::{ContainerState, ManagerError, SyncAction};
+use crate::world::{mismatch, StepError};
 
 /// The image symbol suites use for an ordinary long-running container.
 pub const BUSYBOX: &str = "busybox";
@@ -318,5 +318,146 @@ impl<'de> Deserialize<'de> for GrpcCode {
         }
 
         deserializer.deserialize_any(CodeVisitor)
+    }
+}
+
+/// The kind of a manager error, as suites name it.
+fn error_kind(err: &ManagerError) -> ErrorKind {
+    match err {
+        ManagerError::VersionNotSupported { .. } => ErrorKind::VersionNotSupported,
+        ManagerError::Call(_) => ErrorKind::Call,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// Checks a manager result against an optional error expectation: with one, the call must
+/// have failed like that (`Ok(None)`); without, it must have succeeded (`Ok(Some(value))`).
+/// `redact` turns the error text into suite terms for messages and text matches.
+pub fn check_error<T>(
+    expect: Option<&ErrorExpect>,
+    result: Result<T, ManagerError>,
+    redact: impl Fn(&str) -> String,
+) -> Result<Option<T>, StepError> {
+    match (expect, result) {
+        (None, Ok(value)) => Ok(Some(value)),
+        (None, Err(err)) => Err(mismatch("error", "success", redact(&err.to_string()))),
+        (Some(want), Ok(_)) => Err(mismatch("error", want.to_string(), "success")),
+        (Some(want), Err(err)) => {
+            let text = redact(&err.to_string());
+            let kind = error_kind(&err);
+            if let Some(wanted) = want.kind {
+                if wanted != kind {
+                    return Err(mismatch(
+                        "error.kind",
+                        wanted.to_string(),
+                        format!("{kind} ({text})"),
+                    ));
+                }
+            }
+            if let Some(code) = want.code {
+                let actual = match &err {
+                    ManagerError::Call(call) => GrpcCode(call.code).to_string(),
+                    _ => "no gRPC code".to_owned(),
+                };
+                if actual != code.to_string() {
+                    return Err(mismatch(
+                        "error.code",
+                        code.to_string(),
+                        format!("{actual} ({text})"),
+                    ));
+                }
+            }
+            want.text().check("error", &text)?;
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::cri::CallError;
+
+    fn call_error(code: tonic::Code) -> ManagerError {
+        ManagerError::Call(CallError {
+            method: "Version",
+            endpoint: "unix:///x".into(),
+            code,
+            message: "boom".into(),
+        })
+    }
+
+    fn expect(kind: Option<ErrorKind>, code: Option<tonic::Code>, text: TextExpect) -> ErrorExpect {
+        ErrorExpect {
+            kind,
+            code: code.map(GrpcCode),
+            equals: text.equals,
+            contains: text.contains,
+            matches: text.matches,
+        }
+    }
+
+    fn contains(part: &str) -> TextExpect {
+        TextExpect {
+            contains: Some(part.to_owned()),
+            ..TextExpect::default()
+        }
+    }
+
+    #[rstest]
+    #[case::success_expected_and_got(None, Ok(1), Ok(Some(1)))]
+    #[case::success_expected_error_got(
+        None,
+        Err(call_error(tonic::Code::Unknown)),
+        Err("error: expected success, got CRI Version")
+    )]
+    #[case::error_expected_success_got(
+        Some(expect(Some(ErrorKind::Call), None, TextExpect::default())),
+        Ok(1),
+        Err("error: expected an error (call), got success")
+    )]
+    #[case::right_kind_and_code(
+        Some(expect(Some(ErrorKind::Call), Some(tonic::Code::Unknown), contains("boom"))),
+        Err(call_error(tonic::Code::Unknown)),
+        Ok(None)
+    )]
+    #[case::wrong_kind(
+        Some(expect(Some(ErrorKind::VersionNotSupported), None, TextExpect::default())),
+        Err(call_error(tonic::Code::Unknown)),
+        Err("error.kind: expected version_not_supported, got call")
+    )]
+    #[case::wrong_code(
+        Some(expect(None, Some(tonic::Code::NotFound), TextExpect::default())),
+        Err(call_error(tonic::Code::Unknown)),
+        Err("error.code: expected NotFound, got Unknown")
+    )]
+    #[case::version_not_supported(
+        Some(expect(Some(ErrorKind::VersionNotSupported), None, contains("0.2.0"))),
+        Err(ManagerError::VersionNotSupported { version: "0.2.0".into() }),
+        Ok(None)
+    )]
+    #[case::message_lacks_the_text(
+        Some(expect(None, None, contains("elsewhere"))),
+        Err(call_error(tonic::Code::Unknown)),
+        Err("error: expected a text containing \"elsewhere\"")
+    )]
+    #[case::exact_text(
+        Some(expect(None, None, TextExpect { equals: Some("CRI Version on unix:///x: Unknown: boom".into()), ..TextExpect::default() })),
+        Err(call_error(tonic::Code::Unknown)),
+        Ok(None)
+    )]
+    fn manager_results_are_checked_against_the_error_expectation(
+        #[case] want: Option<ErrorExpect>,
+        #[case] result: Result<i32, ManagerError>,
+        #[case] expected: Result<Option<i32>, &str>,
+    ) {
+        let actual = check_error(want.as_ref(), result, str::to_owned);
+        match (actual, expected) {
+            (Ok(a), Ok(e)) => assert_eq!(a, e),
+            (Err(a), Err(e)) => assert!(a.to_string().contains(e), "{a} lacks {e:?}"),
+            (a, e) => panic!("got {a:?}, expected {e:?}"),
+        }
     }
 }

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::runner::case::{check_error, expect_eq, CaseRun, StepError};
+use crate::world::{expect_eq, World, StepError};
 
 /// `get_pod_container_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ impl StepDef for GetPodContainerId {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let running = world.running_pod(&manager, &self.pod).await?;
         let result = manager.get_pod_container_id(&running);

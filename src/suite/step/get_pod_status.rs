@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, ErrorExpect, Kind, Scope, State, StepDef};
+use super::{check_error, is_default, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerStatus;
 use crate::observe::Answer;
-use crate::runner::case::{check_error, expect_eq, show, sorted, CaseRun, StepError};
+use crate::world::{expect_eq, show, sorted, World, StepError};
 
 /// `get_pod_status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,7 +132,7 @@ impl StepDef for GetPodStatus {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let pod = world.ids.pod(&self.pod);
         let result = manager.get_pod_status(&pod.uid, &pod.name, &pod.namespace).await;
@@ -203,7 +203,7 @@ impl StepDef for GetPodStatus {
                 .iter()
                 .find(|c| world.alias_of(&c.id.id) == *alias)
                 .ok_or_else(|| {
-                    crate::runner::case::mismatch(&field, "present", format!("absent (containers: {})", show(&in_order)))
+                    crate::world::mismatch(&field, "present", format!("absent (containers: {})", show(&in_order)))
                 })?;
             check_container(&field, want, got)?;
         }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, is_true, yes, ErrorExpect, Kind, Scope, State, StepDef};
+use super::{check_error, is_default, is_true, yes, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::manager::Pod;
 use crate::observe::Answer;
-use crate::runner::case::{check_error, expect_eq, mismatch, show, sorted, CaseRun, StepError};
+use crate::world::{expect_eq, mismatch, show, sorted, World, StepError};
 
 /// `get_pods`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,7 +105,7 @@ impl StepDef for GetPods {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let result = manager.get_pods(self.all).await;
         // The manager's own order of the case's pods, before they are sorted for the snapshot.
@@ -158,7 +158,7 @@ impl StepDef for GetPods {
     }
 }
 
-fn check_pod(world: &CaseRun<'_>, field: &str, expect: &PodExpect, pod: &Pod) -> Result<(), StepError> {
+fn check_pod(world: &World, field: &str, expect: &PodExpect, pod: &Pod) -> Result<(), StepError> {
     if let Some(name) = &expect.name {
         expect_eq(format!("{field}.name"), name, &pod.name)?;
     }

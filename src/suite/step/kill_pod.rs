@@ -12,7 +12,7 @@ use crate::manager::{
     PodSyncResult, RecordingNetworkPlugin,
 };
 use crate::observe::Answer;
-use crate::runner::case::{expect_eq, mismatch, show, CaseRun, StepError};
+use crate::world::{expect_eq, mismatch, show, World, StepError};
 
 /// `kill_pod`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,7 +166,7 @@ impl StepDef for KillPod {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let mut running = world.running_pod(&manager, &self.pod).await?;
         for id in &self.extra_containers {
@@ -242,7 +242,7 @@ impl StepDef for KillPod {
 
 impl KillPod {
     /// The pod spec the manager receives.
-    fn pod_spec(&self, world: &CaseRun<'_>) -> PodSpec {
+    fn pod_spec(&self, world: &World) -> PodSpec {
         let pod = world.ids.pod(&self.pod);
         let host_network = self.host_network.unwrap_or_else(|| {
             world
@@ -298,7 +298,7 @@ impl KillPod {
 }
 
 fn check_results(
-    world: &CaseRun<'_>,
+    world: &World,
     wanted: &[SyncResultExpect],
     result: &PodSyncResult,
 ) -> Result<(), StepError> {

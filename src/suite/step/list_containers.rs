@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{is_default, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerState;
-use crate::runner::case::{expect_eq, show, sorted, CaseRun, StepError};
+use crate::world::{expect_eq, show, sorted, World, StepError};
 
 /// `list_containers`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ impl StepDef for ListContainers {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let mut label_selector = world.ids.own_selector();
         label_selector.extend(self.labels.clone());
         let pod_sandbox_id = match &self.sandbox {

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
 use crate::mock::control_api::AdvanceClockRequest;
-use crate::runner::case::{control_failed, CaseRun, StepError};
+use crate::world::{control_failed, World, StepError};
 
 /// `mock_advance_clock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ impl StepDef for MockAdvanceClock {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let request = AdvanceClockRequest {
             nanos: self.ms.saturating_mul(1_000_000),
         };

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef, GrpcCode};
 use crate::mock::control_api::InjectErrorRequest;
-use crate::runner::case::{control_failed, CaseRun, StepError};
+use crate::world::{control_failed, World, StepError};
 
 fn one() -> u32 {
     1
@@ -45,7 +45,7 @@ impl StepDef for MockInjectError {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let request = InjectErrorRequest {
             method: self.method.clone(),
             code: self.code.0 as i32,

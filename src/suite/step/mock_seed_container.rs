@@ -10,7 +10,7 @@ use crate::cri::v1;
 use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::control_api::SeedContainerRequest;
-use crate::runner::case::{control_failed, seed_time, CaseRun, ContainerRef, StepError};
+use crate::world::{control_failed, seed_time, World, ContainerRef, StepError};
 
 fn running() -> State {
     State(ContainerState::Running)
@@ -74,7 +74,7 @@ impl StepDef for MockSeedContainer {
         scope.define_container(&self.alias)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let name = self.name.clone().unwrap_or_else(|| self.alias.clone());
         let sandbox_id = world.aliases.sandbox_id_or_made_up(&self.sandbox);
         let sandbox_pod = world.aliases.sandbox(&self.sandbox).ok().map(|s| s.pod.clone());

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{is_default, is_true, yes, Kind, SandboxState, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::mock::control_api::SeedPodSandboxRequest;
-use crate::runner::case::{control_failed, seed_time, CaseRun, SandboxRef, StepError};
+use crate::world::{control_failed, seed_time, World, SandboxRef, StepError};
 
 /// `mock_seed_sandbox`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,7 +70,7 @@ impl StepDef for MockSeedSandbox {
         scope.define_sandbox(&self.alias)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let pod = world.ids.pod(&self.pod);
         let labels = world
             .ids

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
 use crate::mock::control_api::SetClockRequest;
-use crate::runner::case::{control_failed, CaseRun, StepError};
+use crate::world::{control_failed, World, StepError};
 
 /// `mock_set_clock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ impl StepDef for MockSetClock {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let request = SetClockRequest {
             unix_nanos: self.unix_seconds.saturating_mul(1_000_000_000),
         };

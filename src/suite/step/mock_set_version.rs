@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::{Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::mock::control_api::SetVersionRequest;
-use crate::runner::case::{control_failed, CaseRun, StepError};
+use crate::world::{control_failed, World, StepError};
 
 /// `mock_set_version` (defaults: the mock's own answer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ impl StepDef for MockSetVersion {
         Ok(())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let request = SetVersionRequest {
             version: Some(v1::VersionResponse {
                 version: self.version.clone(),

@@ -15,14 +15,15 @@ use serde::{Deserialize, Serialize};
 pub use check_network::NetworkState;
 pub(crate) use fields::{busybox, is_busybox, is_default, is_true, yes};
 pub use fields::{
-    Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State, TextExpect, BUSYBOX, GRPC_CODES,
+    check_error, Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State, TextExpect,
+    BUSYBOX, GRPC_CODES,
 };
 pub use get_pod_status::{ContainerExpect, IpExpect, PodStatusExpect};
 pub use get_pods::{GetPodsExpect, PodExpect};
 pub use kill_pod::{KillExpect, RestartPolicy, SpecFields, Stopped, SyncResultExpect};
 pub use new_manager::{NewManagerExpect, REPORTED_RUNTIME_NAME};
 
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{StepError, World};
 
 /// What kind of step this is, which decides how it runs and whether it is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +57,7 @@ pub trait StepDef: Sized + Serialize + DeserializeOwned {
     /// Runs the step on a case's world (`Send`, so cases can run on any worker).
     fn run(
         &self,
-        world: &mut CaseRun<'_>,
+        world: &mut World,
     ) -> impl std::future::Future<Output = Result<(), StepError>> + Send;
 }
 
@@ -333,7 +334,7 @@ macro_rules! registry {
             }
 
             /// Runs the step.
-            pub async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+            pub async fn run(&self, world: &mut World) -> Result<(), StepError> {
                 match self {
                     $(Step::$ty(step) => step.run(world).await,)*
                 }

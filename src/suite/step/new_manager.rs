@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, ErrorExpect, Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use crate::world::{expect_eq, StepError, World};
 
 /// The runtime-type expectation that stands for the runtime's reported `runtime_name`.
 pub const REPORTED_RUNTIME_NAME: &str = "<runtime_name>";
@@ -43,7 +43,20 @@ impl StepDef for NewManager {
         scope.error(self.expect.error.as_ref())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
-        world.construct(&self.expect).await
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        let result = world.construct().await;
+        let Some(manager) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        else {
+            return Ok(());
+        };
+        if let Some(wanted) = &self.expect.runtime_type {
+            let wanted = if wanted == REPORTED_RUNTIME_NAME {
+                world.runtime.version("").await?.runtime_name
+            } else {
+                wanted.clone()
+            };
+            expect_eq("runtime_type", &wanted, manager.runtime_type())?;
+        }
+        Ok(())
     }
 }

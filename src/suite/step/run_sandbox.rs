@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{is_default, is_true, yes, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
-use crate::runner::case::{CaseRun, SandboxRef, StepError};
+use crate::world::{World, SandboxRef, StepError};
 
 /// `run_sandbox`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ impl StepDef for RunSandbox {
         scope.define_sandbox(&self.alias)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let pod = world.ids.pod(&self.pod);
         let labels = world
             .ids

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `sleep_ms`: milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +19,7 @@ impl StepDef for SleepMs {
         Ok(())
     }
 
-    async fn run(&self, _world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, _world: &mut World) -> Result<(), StepError> {
         tokio::time::sleep(std::time::Duration::from_millis(self.0)).await;
         Ok(())
     }

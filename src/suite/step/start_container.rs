@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `start_container`: the container's alias.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +19,7 @@ impl StepDef for StartContainer {
         scope.container(&self.0)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.container(&self.0)?.id.clone();
         Ok(world.runtime.start_container(&id).await?)
     }

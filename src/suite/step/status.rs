@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::runner::case::{check_error, CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `status`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ impl StepDef for Status {
         scope.error(self.expect.error.as_ref())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let result = manager.status().await;
         world.observe("status", &result, |s| Answer::Status(s.clone()));

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `stop_container`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,7 +25,7 @@ impl StepDef for StopContainer {
         scope.container(&self.container)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.container(&self.container)?.id.clone();
         Ok(world.runtime.stop_container(&id, self.timeout).await?)
     }

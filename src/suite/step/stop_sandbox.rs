@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::runner::case::{CaseRun, StepError};
+use crate::world::{World, StepError};
 
 /// `stop_sandbox`: the sandbox's alias.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +19,7 @@ impl StepDef for StopSandbox {
         scope.sandbox(&self.0)
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.sandbox(&self.0)?.id.clone();
         Ok(world.runtime.stop_pod_sandbox(&id).await?)
     }

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::runner::case::{check_error, expect_eq, CaseRun, StepError};
+use crate::world::{expect_eq, World, StepError};
 
 /// `version`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ pub struct VersionExpect {
 
 impl VersionExpect {
     /// Runs `version` or `api_version` and checks it.
-    pub(super) async fn run(&self, world: &mut CaseRun<'_>, api: bool) -> Result<(), StepError> {
+    pub(super) async fn run(&self, world: &mut World, api: bool) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let (name, result) = if api {
             ("api_version", manager.api_version().await)
@@ -59,7 +59,7 @@ impl StepDef for Version {
         scope.error(self.expect.error.as_ref())
     }
 
-    async fn run(&self, world: &mut CaseRun<'_>) -> Result<(), StepError> {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
         self.expect.run(world, false).await
     }
 }

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cri::labels;
+use serde::{Deserialize, Serialize};
+
 use crate::observe::Redactor;
-use crate::suite::PodIdentity;
 
 /// The pod UID a case gives a pod alias (`""` stays empty: the pod of unlabelled containers).
 pub fn pod_uid(run_id: &str, case_no: usize, pod: &str) -> String {
@@ -21,6 +22,26 @@ pub fn pod_uid(run_id: &str, case_no: usize, pod: &str) -> String {
 /// The namespace of a case.
 pub fn namespace(run_id: &str, case_no: usize) -> String {
     format!("crih-{run_id}-{case_no}")
+}
+
+/// A pod identity a case fixes, as the kubelet's test fixtures do (`uid: "12345678"`, `name:
+/// foo`, `namespace: new`). The run's id still goes into the UID on the wire, where the runtime
+/// needs it unique; snapshots show the fixed value.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a pod identity: `uid`, `name`, `namespace`"
+)]
+pub struct PodIdentity {
+    /// `metadata.uid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// `metadata.name` (default: the pod alias).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `metadata.namespace` (default: the case's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 /// One pod as the runtime sees it.

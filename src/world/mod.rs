@@ -1,23 +1,24 @@
-//! One case, step by step, on a world of four parts that each own one thing: who the case's
-//! pods are ([`identity`]), which ids its aliases stand for ([`aliases`]), what it observed
-//! ([`recorder`]), and the clients it reaches the runtime, the mock's control service and the
-//! manager through (here). Each step kind runs itself on this world (`suite::step`); checks
-//! and the typed step errors are in [`check`].
+//! The world a case's steps run on, in four parts that each own one thing: who the case's pods
+//! are ([`identity`]), which ids its aliases stand for ([`aliases`]), what it observed
+//! ([`recorder`]), and (here) the clients it reaches the runtime, the mock's control service
+//! and the manager through. Each step kind runs itself on a world (`suite::step`); the typed
+//! step errors and the field checks are in [`check`]. The world knows nothing of suites, so the
+//! vocabulary above it can grow without a tour of this module.
 
 mod aliases;
 mod check;
 mod identity;
 mod recorder;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::transport::Channel;
 
 pub use aliases::{ContainerRef, SandboxRef};
-pub use check::{check_error, expect_eq, is_transport, mismatch, show, sorted, StepError};
-pub use identity::{namespace, pod_uid};
+pub use check::{expect_eq, is_transport, mismatch, show, sorted, StepError};
+pub use identity::{namespace, pod_uid, PodIdentity};
 
 use self::aliases::Aliases;
 use self::identity::Identity;
@@ -27,8 +28,6 @@ use crate::images;
 use crate::manager::{KubeGenericRuntimeManager, ManagerError, Pod, RecordingNetworkPlugin};
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::observe::{Answer, Redactor};
-use crate::suite::step::{self, Scope};
-use crate::suite::Case;
 
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
 /// has no handler for), so stopping takes no grace period.
@@ -42,20 +41,8 @@ pub(crate) struct Env {
     pub control: Option<MockControlClient<Channel>>,
 }
 
-/// Why a case's step failed.
-#[derive(Debug)]
-pub(crate) struct StepFailure {
-    /// 0-based step index.
-    pub index: usize,
-    /// What went wrong, in suite terms.
-    pub message: String,
-    /// The runtime did not answer (unavailable or out of time), as opposed to answering wrong.
-    pub transport: bool,
-}
-
-/// A case in progress: the world its steps run on.
-pub struct CaseRun<'a> {
-    case: &'a Case,
+/// A case's world.
+pub struct World {
     /// Who the case's pods are.
     pub(crate) ids: Identity,
     /// Which ids the aliases stand for.
@@ -74,7 +61,6 @@ pub struct CaseRun<'a> {
     pub(crate) plugin: Arc<RecordingNetworkPlugin>,
     /// Images pulled so far.
     pulled: BTreeSet<String>,
-    current: usize,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -96,23 +82,23 @@ pub fn seed_time(seconds: Option<i64>) -> i64 {
     }
 }
 
-impl<'a> CaseRun<'a> {
-    pub(crate) fn new(case: &'a Case, env: Env, run_id: &str, case_no: usize) -> Self {
-        let mut scope = Scope::default();
-        for step in &case.steps {
-            // The loader checked the steps; this only collects the pods they name.
-            let _ = step.check(&mut scope);
-        }
-        let mut mentioned = scope.pods;
-        mentioned.extend(case.pods.keys().cloned());
-        let ids = Identity::new(run_id, case_no, &mentioned, &case.pods);
+impl World {
+    /// The world of case `case_no` of run `run_id`, whose steps name the pods `mentioned` and
+    /// which fixes the identities `fixed`.
+    pub(crate) fn new(
+        env: Env,
+        run_id: &str,
+        case_no: usize,
+        mentioned: &BTreeSet<String>,
+        fixed: &BTreeMap<String, PodIdentity>,
+    ) -> Self {
+        let ids = Identity::new(run_id, case_no, mentioned, fixed);
         let log = crate::cri::CallLog::new();
         let recorded = env.client.with_call_log(log.clone());
         let mut redactor = Redactor::new(run_id, &ids.namespace, case_no);
         redactor.endpoint(env.client.endpoint());
-        ids.teach(&mut redactor, &case.pods);
+        ids.teach(&mut redactor, fixed);
         Self {
-            case,
             ids,
             aliases: Aliases::new(run_id, case_no),
             recorder: Recorder::new(log, redactor),
@@ -122,13 +108,7 @@ impl<'a> CaseRun<'a> {
             manager: None,
             plugin: Arc::new(RecordingNetworkPlugin::new()),
             pulled: BTreeSet::new(),
-            current: 0,
         }
-    }
-
-    /// The step running (or the last one run), 0-based.
-    pub(crate) fn current_step(&self) -> usize {
-        self.current
     }
 
     /// The unrecorded client, for cleanup.
@@ -147,24 +127,8 @@ impl<'a> CaseRun<'a> {
     }
 
     /// Redacts text for messages.
-    pub(crate) fn redact(&self, text: &str) -> String {
+    pub fn redact(&self, text: &str) -> String {
         self.recorder.redactor.text(text)
-    }
-
-    /// Runs every step in order; stops at the first failure.
-    pub(crate) async fn run(&mut self) -> Result<(), StepFailure> {
-        let case = self.case;
-        for (index, step) in case.steps.iter().enumerate() {
-            self.current = index;
-            if let Err(err) = step.run(self).await {
-                return Err(StepFailure {
-                    index,
-                    message: self.redact(&err.to_string()),
-                    transport: err.is_transport(),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Pulls an image unless the runtime has it already.
@@ -204,43 +168,30 @@ impl<'a> CaseRun<'a> {
         self.recorder.observe(call, outcome, None);
     }
 
-    /// The manager, constructed (and recorded) on first use.
+    /// The manager, constructed (and recorded) on first use; a failed construction is the
+    /// step's error.
     pub(crate) async fn ensure_manager(&mut self) -> Result<KubeGenericRuntimeManager, StepError> {
         if let Some(manager) = &self.manager {
             return Ok(manager.clone());
         }
-        self.construct(&step::NewManagerExpect::default()).await?;
-        self.manager.clone().ok_or_else(|| {
-            StepError::Unsupported("the manager could not be constructed".to_owned())
-        })
+        self.construct()
+            .await
+            .map_err(|err| mismatch("new_manager", "success", self.redact(&err.to_string())))
     }
 
-    /// Constructs the manager and checks the construction.
-    pub(crate) async fn construct(
-        &mut self,
-        expect: &step::NewManagerExpect,
-    ) -> Result<(), StepError> {
+    /// Constructs the manager (recording the construction), which asks the runtime for its
+    /// version once; later manager calls use it.
+    pub(crate) async fn construct(&mut self) -> Result<KubeGenericRuntimeManager, ManagerError> {
         let result =
             KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
         if let Ok(manager) = &result {
             self.recorder.redactor.runtime(manager.runtime_type());
+            self.manager = Some(manager.clone());
         }
         self.observe("new_manager", &result, |m| Answer::Constructed {
             runtime_type: m.runtime_type().to_owned(),
         });
-        let Some(manager) = check_error(expect.error.as_ref(), result, |t| self.redact(t))? else {
-            return Ok(());
-        };
-        if let Some(wanted) = &expect.runtime_type {
-            let wanted = if wanted == step::REPORTED_RUNTIME_NAME {
-                self.runtime.version("").await?.runtime_name
-            } else {
-                wanted.clone()
-            };
-            expect_eq("runtime_type", &wanted, manager.runtime_type())?;
-        }
-        self.manager = Some(manager);
-        Ok(())
+        result
     }
 
     /// The case's own pods of a listing, in a stable order: a real runtime lists other pods
