@@ -62,8 +62,9 @@ pub fn summary_line(report: &RunReport) -> String {
 }
 
 /// Everything printed after the per-case lines: changed snapshots' diffs, suite file errors,
-/// why the run stopped, the summary line and the wall time.
-pub fn epilogue(report: &RunReport) -> String {
+/// why the run stopped (with `clean_with`, the command that removes what an interrupted or
+/// aborted run may have left on a runtime), the summary line and the wall time.
+pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
     let mut out = String::new();
     for case in &report.cases {
         if let Some(snapshot) = &case.snapshot {
@@ -105,6 +106,12 @@ pub fn epilogue(report: &RunReport) -> String {
         let _ = writeln!(
             out,
             "interrupted: stopped starting cases and cleaned up the running ones"
+        );
+    }
+    if let Some(command) = clean_with.filter(|_| report.interrupted || report.aborted.is_some()) {
+        let _ = writeln!(
+            out,
+            "if anything is left on the runtime, remove it with: {command}"
         );
     }
     let _ = writeln!(out, "{}", summary_line(report));
@@ -327,9 +334,23 @@ mod tests {
             case("t", "d", CaseOutcome::Skipped("y".into())),
         ]);
         assert_eq!(summary_line(&report), "2 passed, 1 failed, 1 skipped");
-        assert!(epilogue(&report)
+        assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn an_interrupted_run_says_how_to_clean_up_and_a_finished_one_does_not() {
+        let command = "cri-harness clean -r unix:///run/x.sock --run-id r1";
+        let mut report = report(vec![case("s", "a", CaseOutcome::Passed)]);
+        assert!(!epilogue(&report, Some(command)).contains(command));
+        report.interrupted = true;
+        let text = epilogue(&report, Some(command));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("if anything is left") && l.ends_with(command)),
+            "{text}"
+        );
     }
 
     #[test]
