@@ -10,8 +10,9 @@ pub const TEARDOWN_NETWORK_ERROR: &str = "TeardownNetworkError";
 /// Error kind of a sandbox that could not be stopped.
 pub const KILL_POD_SANDBOX_ERROR: &str = "KillPodSandboxError";
 
-/// What a step of a pod operation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+/// What a step of a pod operation did; shown by its variant name, as the kubelet's
+/// `SyncAction` strings are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::Display)]
 pub enum SyncAction {
     /// Stop one container.
     KillContainer,
@@ -19,16 +20,6 @@ pub enum SyncAction {
     TeardownNetwork,
     /// Stop the pod's sandboxes.
     KillPodSandbox,
-}
-
-impl std::fmt::Display for SyncAction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::KillContainer => "KillContainer",
-            Self::TeardownNetwork => "TeardownNetwork",
-            Self::KillPodSandbox => "KillPodSandbox",
-        })
-    }
 }
 
 /// The outcome of one step.
@@ -103,6 +94,14 @@ mod tests {
 
     fn ok(action: SyncAction, target: &str) -> SyncResult {
         SyncResult::new(action, target)
+    }
+
+    #[rstest]
+    #[case::kill_container(SyncAction::KillContainer, "KillContainer")]
+    #[case::teardown_network(SyncAction::TeardownNetwork, "TeardownNetwork")]
+    #[case::kill_pod_sandbox(SyncAction::KillPodSandbox, "KillPodSandbox")]
+    fn actions_show_as_the_kubelets_names(#[case] action: SyncAction, #[case] name: &str) {
+        assert_eq!(action.to_string(), name);
     }
 
     fn failed(action: SyncAction, target: &str, kind: &str, message: &str) -> SyncResult {
