@@ -105,7 +105,7 @@ pub enum EndpointError {
         path: PathBuf,
         /// The YAML failure.
         #[source]
-        source: serde_yaml::Error,
+        source: Box<serde_saphyr::Error>,
     },
 }
 
@@ -364,9 +364,9 @@ fn parse_config(path: &Path, text: Option<String>) -> Result<CrictlConfig, Endpo
     };
     // An empty or comment-only file is a valid, empty crictl config.
     let parsed: Option<CrictlConfig> =
-        serde_yaml::from_str(&text).map_err(|source| EndpointError::ConfigParse {
+        serde_saphyr::from_str(&text).map_err(|source| EndpointError::ConfigParse {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(parsed.unwrap_or_default())
 }
@@ -616,6 +616,19 @@ mod tests {
             err.to_string(),
             "cannot parse crictl config /etc/crictl.yaml"
         );
+    }
+
+    #[rstest]
+    #[case::empty("", None)]
+    #[case::comments_only("# written by hand\n", None)]
+    #[case::other_keys_ignored(
+        "timeout: 2\ndebug: true\nruntime-endpoint: unix:///run/x.sock\n",
+        Some("unix:///run/x.sock")
+    )]
+    fn crictl_configs_parse_like_crictl(#[case] text: &str, #[case] runtime: Option<&str>) {
+        let config = parse_config(Path::new("/etc/crictl.yaml"), Some(text.to_owned())).unwrap();
+        assert_eq!(config.runtime_endpoint.as_deref(), runtime);
+        assert_eq!(config.image_endpoint, None);
     }
 
     #[test]
