@@ -1,7 +1,12 @@
 //! Compiles the CRI schema and the mock's control schema with a vendored protoc, so a fresh
-//! machine needs nothing but cargo.
+//! machine needs nothing but cargo, and lists the suite files to embed, so a suite is embedded
+//! by being a file under `suites/`.
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+use std::error::Error;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
     // Ordered maps keep labels and annotations in a stable order, so snapshots are stable.
@@ -13,6 +18,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "proto/criharness/mock/v1/control.proto",
         ],
         &["proto"],
+    )?;
+    embed_suites()
+}
+
+/// Writes `$OUT_DIR/embedded_suites.rs`: a slice of `(path, include_str!(file))` for every
+/// `suites/*.yaml` (and `.yml`), sorted by name so the binary is the same on every machine.
+fn embed_suites() -> Result<(), Box<dyn Error>> {
+    // A directory here is scanned as a whole: adding, removing or editing a file reruns this.
+    println!("cargo:rerun-if-changed=suites");
+    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("suites");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".yaml") || name.ends_with(".yml") {
+            names.push(name);
+        }
+    }
+    names.sort();
+    let mut out = String::from("&[\n");
+    for name in names {
+        let file = dir.join(&name).display().to_string();
+        writeln!(
+            out,
+            "    ({:?}, include_str!({file:?})),",
+            format!("suites/{name}")
+        )?;
+    }
+    out.push_str("]\n");
+    std::fs::write(
+        PathBuf::from(std::env::var("OUT_DIR")?).join("embedded_suites.rs"),
+        out,
     )?;
     Ok(())
 }

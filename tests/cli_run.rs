@@ -3,18 +3,11 @@
 //! there.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn harness() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cri-harness"));
-    // A run must not depend on the caller's CI setting or a crictl config.
-    command
-        .env_remove("CI")
-        .env_remove("CONTAINER_RUNTIME_ENDPOINT")
-        .env_remove("IMAGE_SERVICE_ENDPOINT")
-        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml");
-    command
-}
+use std::process::Output;
+
+use support::harness;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

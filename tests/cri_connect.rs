@@ -205,25 +205,67 @@ async fn runtime_is_checked_before_a_missing_image_endpoint_is_dialed() {
     assert!(matches!(&err, ConnectError::NotCri { .. }), "{err:?}");
 }
 
-#[tokio::test]
-async fn server_that_never_answers_times_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let (path, endpoint) = socket_in(&dir);
-    let listener = tokio::net::UnixListener::bind(&path).unwrap();
-    // Accept and hold every connection without ever reading or writing.
-    let holder = tokio::spawn(async move {
+/// Accepts every connection on `listener` and holds it without ever reading or writing.
+fn hold_silently(listener: tokio::net::UnixListener) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((stream, _)) = listener.accept().await {
             held.push(stream);
         }
-    });
+    })
+}
+
+#[tokio::test]
+async fn server_that_never_speaks_http2_fails_the_handshake_at_the_connect_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, endpoint) = socket_in(&dir);
+    let holder = hold_silently(tokio::net::UnixListener::bind(&path).unwrap());
     let err = connect_err(&endpoint).await;
+    assert!(matches!(&err, ConnectError::NoHandshake { .. }), "{err:?}");
+    let line = err.to_string();
     assert!(
-        matches!(&err, ConnectError::Timeout { after, .. } if *after == quick().call_timeout),
-        "{err:?}"
+        line.contains("sent no HTTP/2 handshake within 500ms"),
+        "{line}"
     );
     assert_one_line_naming(err, &path.display().to_string());
     holder.abort();
+}
+
+/// The connect timeout, not the call timeout, bounds the handshake: with a call timeout far
+/// longer than the test may take, only the connect timeout can end this connect.
+#[tokio::test]
+async fn the_connect_timeout_alone_bounds_a_silent_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_path, endpoint) = socket_in(&dir);
+    let holder =
+        hold_silently(tokio::net::UnixListener::bind(dir.path().join("cri.sock")).unwrap());
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_millis(300),
+        call_timeout: Duration::from_secs(3600),
+    };
+    let Err(err) = cri::connect(&endpoint, &endpoint, &options).await else {
+        panic!("connecting to a silent socket succeeded");
+    };
+    assert!(matches!(&err, ConnectError::NoHandshake { .. }), "{err:?}");
+    assert!(err.to_string().contains("within 300ms"), "{err}");
+    holder.abort();
+}
+
+#[tokio::test]
+async fn server_that_hangs_up_at_once_fails_the_handshake_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, endpoint) = socket_in(&dir);
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let closer = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+        }
+    });
+    let err = connect_err(&endpoint).await;
+    let line = format!("{:#}", anyhow::Error::from(err));
+    assert!(line.contains(&path.display().to_string()), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    closer.abort();
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::process::Command;
 
 fn prop(args: &[&str]) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
-        .arg("prop")
+        .args(["prop", "--mock"])
         .args(args)
         .env_remove("CONTAINER_RUNTIME_ENDPOINT")
         .output()
@@ -70,5 +70,6 @@ fn an_unknown_property_is_refused_with_the_valid_names() {
 fn differential_needs_a_runtime_endpoint() {
     let (ok, text) = prop(&["--differential"]);
     assert!(!ok);
-    assert!(text.contains("--runtime-endpoint"), "{text}");
+    assert!(text.contains("-r/--runtime-endpoint"), "{text}");
+    assert!(text.contains("not --mock"), "{text}");
 }

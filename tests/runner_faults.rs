@@ -133,7 +133,7 @@ async fn an_interrupt_cancels_the_running_case_removes_what_it_made_and_starts_n
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    interrupt.trigger();
+    interrupt.cancel();
     let report = run.await.unwrap();
     assert!(report.interrupted);
     assert!(failure(&report, 0).contains("interrupted"));

@@ -1,10 +1,11 @@
 //! `cri-harness clean`: removes the containers, then the sandboxes, that earlier runs left on a
-//! runtime (an interrupted run, a killed process), found by the harness's run-id label.
+//! runtime (an interrupted run, a killed process), found by the harness's run-id label. A run
+//! that still holds its lease is left alone unless `--force` says otherwise.
 
 use std::process::ExitCode;
 
-use super::common::EndpointArgs;
-use crate::runner::cleanup::{self, Selector};
+use super::common::{EndpointArgs, LeaseDirArg};
+use crate::runner::cleanup::{self, LeaseState, Selector};
 
 /// Arguments of `cri-harness clean`.
 #[derive(Debug, clap::Args)]
@@ -14,31 +15,62 @@ pub struct Args {
     /// Only the objects of this run [default: those of every run]
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// Also remove the objects of runs that are still alive
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    lease: LeaseDirArg,
 }
 
 /// Runs `cri-harness clean`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = args.endpoint.connect().await?;
-    let selector = Selector {
-        run_id: args.run_id,
+    let lease_dir = args.lease.dir();
+    let everything = Selector {
+        run_id: args.run_id.clone(),
         case: None,
     };
-    let removal = cleanup::remove(&client, &selector).await;
-    for object in &removal.removed {
-        println!("removed {object}");
+    let mut alive = Vec::new();
+    let mut selectors = Vec::new();
+    for run_id in cleanup::run_ids(&client, &everything).await? {
+        match cleanup::lease_state(&lease_dir, &run_id) {
+            LeaseState::Held(holder) if !args.force => alive.push((run_id, holder)),
+            _ => selectors.push(Selector {
+                run_id: Some(run_id),
+                case: None,
+            }),
+        }
     }
-    for error in &removal.errors {
-        eprintln!("error: {error}");
+    let mut removed = 0;
+    let mut left = Vec::new();
+    for selector in &selectors {
+        let removal = cleanup::remove(&client, selector).await;
+        for object in &removal.removed {
+            println!("removed {object}");
+        }
+        for error in &removal.errors {
+            eprintln!("error: {error}");
+        }
+        removed += removal.removed.len();
+        left.extend(cleanup::remaining(&client, selector).await?);
     }
-    let left = cleanup::remaining(&client, &selector).await?;
-    let scope = selector
+    for (run_id, holder) in &alive {
+        println!(
+            "left alone: run {run_id} is still running ({holder}); --force removes its objects anyway"
+        );
+    }
+    let scope = args
         .run_id
         .as_deref()
         .map_or_else(|| "any run".to_owned(), |id| format!("run {id}"));
     if left.is_empty() {
+        let note = if alive.is_empty() {
+            "none left"
+        } else {
+            "none left but those of live runs"
+        };
         println!(
-            "removed {} objects of {scope} from {}; none left",
-            removal.removed.len(),
+            "removed {removed} objects of {scope} from {}; {note}",
             client.endpoint()
         );
         Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
 
 use crate::mock::MockRuntime;
 
@@ -25,22 +25,15 @@ fn socket_path(listen: PathBuf) -> PathBuf {
     }
 }
 
-/// Runs `cri-harness mock`.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `cri-harness mock` until `stop` (SIGINT or SIGTERM) is cancelled.
+pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let path = socket_path(args.listen);
-    let mut terminate =
-        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
     let server = MockRuntime::new()
         .serve_unix(&path)
         .await
         .context("cannot start the mock CRI runtime")?;
     println!("mock CRI runtime listening on unix://{}", path.display());
-    tokio::select! {
-        interrupted = tokio::signal::ctrl_c() => {
-            interrupted.context("cannot wait for Ctrl-C")?;
-        }
-        _ = terminate.recv() => {}
-    }
+    stop.cancelled().await;
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

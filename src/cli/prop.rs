@@ -1,7 +1,8 @@
 //! `cri-harness prop`: the manager's properties as a long run against the built-in mock or a
 //! runtime endpoint, seeded and reproducible, printing cases per second and, on failure, the
 //! shrunk case as a suite file that `cri-harness run --suites DIR` replays. With
-//! `--differential` it holds the mock to a real runtime instead.
+//! `--differential` it holds the mock to a real runtime instead. The target is chosen as for
+//! `run`: `--mock`, else the endpoint from `-r`, CONTAINER_RUNTIME_ENDPOINT or crictl's config.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,11 +13,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
-use super::common::EndpointArgs;
+use super::common::{Chosen, LeaseDirArg, TargetArgs};
+use super::{cleanup_command, INTERRUPTED};
+use crate::cri;
 use crate::mock::MockRuntime;
 use crate::prop::{self, differential, Naming, Profile, Property, Target};
-use crate::runner;
+use crate::runner::{self, cleanup::Lease};
 
 /// Arguments of `cri-harness prop`.
 #[derive(Debug, clap::Args)]
@@ -33,9 +37,9 @@ pub struct Args {
     /// Print the properties and exit
     #[arg(long)]
     list: bool,
-    /// Apply each sequence to a fresh mock and to the runtime (-r) and compare the manager's
-    /// redacted answers
-    #[arg(long, requires = "runtime_endpoint")]
+    /// Apply each sequence to a fresh mock and to the runtime endpoint and compare the
+    /// manager's redacted answers
+    #[arg(long)]
     differential: bool,
     /// Write the shrunk failing cases to FILE as a suite (replay: `run --mock --suites DIR`)
     #[arg(long, value_name = "FILE")]
@@ -43,9 +47,11 @@ pub struct Args {
     /// Run id labelled on every object made on a runtime endpoint [default: generated]
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
-    /// Without -r the properties run against an in-process mock
+    /// `--mock` runs the properties against an in-process mock
     #[command(flatten)]
-    endpoint: EndpointArgs,
+    target: TargetArgs,
+    #[command(flatten)]
+    lease: LeaseDirArg,
 }
 
 fn property_name(name: &str) -> Result<String, String> {
@@ -73,8 +79,9 @@ pub fn rng_for(seed: u64, stream: &str) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &digest)
 }
 
-/// Runs `cri-harness prop`.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `cri-harness prop`; `stop` (SIGINT, SIGTERM) ends it at once, saying how to remove
+/// what the current case made on an endpoint.
+pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     if args.list {
         for property in Property::ALL {
             let note = if property.needs_mock_control() {
@@ -86,8 +93,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let seed = args.seed.unwrap_or_else(random_seed);
-    println!("seed: {seed} (rerun with --seed {seed})");
+    let chosen = args.target.choose()?;
+    if args.differential && chosen == Chosen::Mock {
+        anyhow::bail!(
+            "--differential compares the mock with a runtime: give the runtime's endpoint (-r/--runtime-endpoint), not --mock"
+        );
+    }
     let run_id = match args.run_id.clone() {
         Some(id) if runner::valid_run_id(&id) => id,
         Some(id) => {
@@ -95,6 +106,27 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => runner::new_run_id(),
     };
+    let (_lease, clean_with) = match &chosen {
+        Chosen::Mock => (None, None),
+        Chosen::Endpoint { runtime, image } => (
+            Some(Lease::acquire(&args.lease.dir(), &run_id)?),
+            Some(cleanup_command(runtime, image, &run_id)),
+        ),
+    };
+    tokio::select! {
+        outcome = properties(args, chosen, run_id) => outcome,
+        () = stop.cancelled() => {
+            if let Some(command) = clean_with {
+                eprintln!("interrupted: the current case's objects may be left on the runtime; remove them with: {command}");
+            }
+            Ok(ExitCode::from(INTERRUPTED))
+        }
+    }
+}
+
+async fn properties(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<ExitCode> {
+    let seed = args.seed.unwrap_or_else(random_seed);
+    println!("seed: {seed} (rerun with --seed {seed})");
     let selected: Vec<Property> = if args.properties.is_empty() {
         Property::ALL.to_vec()
     } else {
@@ -104,16 +136,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect()
     };
     // The mock (kept alive for the whole run) or the endpoint's client.
-    let (target, _mock, profile) = match &args.endpoint.runtime_endpoint {
-        None => {
+    let (target, _mock, profile) = match &chosen {
+        Chosen::Mock => {
             let mock = MockRuntime::new();
             let target = Target::mock(&mock)
                 .await
                 .context("starting the in-process mock")?;
             (target, Some(mock), Profile::MOCK)
         }
-        Some(_) => {
-            let client = args.endpoint.connect().await?;
+        Chosen::Endpoint { runtime, image } => {
+            // The connect error already names the socket or address; no context needed.
+            let client = cri::connect(runtime, image, &args.target.endpoint.options()).await?;
             println!("target: {} (run id {run_id})", client.endpoint());
             (Target::endpoint(client), None, Profile::REAL)
         }
@@ -189,7 +222,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     reason.message()
                 );
                 let about = format!(
-                    "Shrunk by `cri-harness prop --seed {seed} --property {}`: {}",
+                    "Shrunk by `cri-harness prop {}--seed {seed} --property {}`: {}",
+                    if target.is_mock() { "--mock " } else { "" },
                     property.name(),
                     reason.message()
                 );

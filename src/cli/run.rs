@@ -1,6 +1,8 @@
 //! `cri-harness run`: loads the suites (embedded plus `--suites DIR`), runs the selected cases
 //! against the mock or a runtime endpoint, prints a line per case, the snapshot diffs and a
 //! summary, and writes JUnit and JSON reports on request. Ctrl-C cleans up before exiting.
+//! On an endpoint the run holds a lease for its run id while it lives, so a `clean` meanwhile
+//! leaves its objects alone.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -10,23 +12,23 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use regex::Regex;
+use tokio_util::sync::CancellationToken;
 
-use super::common::{parse_duration, EndpointArgs};
+use super::common::{parse_duration, Chosen, LeaseDirArg, TargetArgs};
+use super::{cleanup_command, INTERRUPTED};
 use crate::report;
-use crate::runner::{self, snapshot, Filter, Interrupt, RunConfig, Target};
+use crate::runner::cleanup::Lease;
+use crate::runner::{self, snapshot, Filter, RunConfig, Target};
 use crate::suite;
-
-/// Exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
-const INTERRUPTED: u8 = 130;
 
 /// Arguments of `cri-harness run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Run against the built-in mock runtime (a fresh one per case) instead of an endpoint
-    #[arg(long, conflicts_with_all = ["runtime_endpoint", "image_endpoint"])]
-    mock: bool,
+    /// The built-in mock (a fresh one per case) or an endpoint
     #[command(flatten)]
-    endpoint: EndpointArgs,
+    target: TargetArgs,
+    #[command(flatten)]
+    lease: LeaseDirArg,
     /// Also load every *.yaml suite in DIR; a suite there replaces the embedded one of its name
     #[arg(long, value_name = "DIR")]
     suites: Option<PathBuf>,
@@ -62,8 +64,8 @@ pub struct Args {
     list: bool,
 }
 
-/// Runs `cri-harness run`.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
+pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let run_id = match args.run_id {
         Some(id) if runner::valid_run_id(&id) => id,
         Some(id) => anyhow::bail!(
@@ -97,11 +99,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let target = if args.mock {
-        Target::Mock
-    } else {
-        let (runtime, image) = args.endpoint.resolve()?;
-        Target::Endpoint { runtime, image }
+    // Taken before the first object is made and held to the end (see `clean`). The mock's
+    // objects die with the process and need none.
+    let (target, _lease, clean_with) = match args.target.choose()? {
+        Chosen::Mock => (Target::Mock, None, None),
+        Chosen::Endpoint { runtime, image } => {
+            let lease = Lease::acquire(&args.lease.dir(), &run_id)?;
+            let clean_with = cleanup_command(&runtime, &image, &run_id);
+            (
+                Target::Endpoint { runtime, image },
+                Some(lease),
+                Some(clean_with),
+            )
+        }
     };
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let config = RunConfig {
@@ -111,7 +121,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         parallel: usize::from(args.parallel),
         case_timeout: args.case_timeout,
         cleanup_timeout: args.case_timeout.max(Duration::from_secs(30)),
-        connect: args.endpoint.options(),
+        connect: args.target.endpoint.options(),
         snapshot_dir: args.snapshot_dir,
         snapshots: snapshot::Policy {
             update: args.update_snapshots,
@@ -119,15 +129,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         run_id,
     };
-    let interrupt = Interrupt::new();
-    watch_signals(interrupt.clone())?;
     let progress: runner::Progress = Arc::new(|case| {
         let mut out = std::io::stdout().lock();
         // A closed stdout must not stop the run; the reports still get written.
         let _ = writeln!(out, "{}", report::case_line(case));
         let _ = out.flush();
     });
-    let mut outcome = runner::run(config, interrupt, Some(progress)).await;
+    let mut outcome = runner::run(config, stop, Some(progress)).await;
     outcome
         .errors
         .splice(0..0, loaded.errors.iter().map(ToString::to_string));
@@ -140,8 +148,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("error: {aborted}");
             return Ok(ExitCode::FAILURE);
         }
+        if outcome.interrupted {
+            eprintln!("interrupted before any case started: nothing was made, nothing to clean up");
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
     }
-    print!("{}", report::epilogue(&outcome));
+    print!("{}", report::epilogue(&outcome, clean_with.as_deref()));
     Ok(if outcome.interrupted {
         ExitCode::from(INTERRUPTED)
     } else if outcome.success() {
@@ -149,28 +161,4 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// SIGINT or SIGTERM asks the run to stop and clean up; a second one exits at once.
-fn watch_signals(interrupt: Interrupt) -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
-    let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-    tokio::spawn(async move {
-        let mut seen = false;
-        loop {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            if seen {
-                eprintln!("interrupted again: exiting without cleaning up");
-                std::process::exit(i32::from(INTERRUPTED));
-            }
-            seen = true;
-            eprintln!("interrupted: cancelling the running cases and removing what they made");
-            interrupt.trigger();
-        }
-    });
-    Ok(())
 }

@@ -1,16 +1,23 @@
-//! Connecting to a CRI endpoint the way the kubelet does: dial within a deadline, then prove
-//! the far end serves CRI `runtime.v1` (Version, then ImageFsInfo) before handing out a client.
+//! Connecting to a CRI endpoint the way the kubelet does: dial and hear the server's HTTP/2
+//! handshake within the connect deadline, then prove the far end serves CRI `runtime.v1`
+//! (Version, then ImageFsInfo) before handing out a client.
 //! Failures become one-line errors that say what to fix and name the socket or address.
 
 use std::error::Error as _;
+use std::future::Future;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
-use tokio::net::UnixStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tonic::transport::{Channel, Uri};
 
 use super::client::{CallError, CriClient};
@@ -19,7 +26,7 @@ use super::endpoint::Endpoint;
 /// Deadlines for connecting and for each CRI call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectOptions {
-    /// Bound on dialing the endpoint (socket connect, or TCP connect).
+    /// Bound on dialing the endpoint and hearing its HTTP/2 handshake.
     pub connect_timeout: Duration,
     /// Bound on each CRI call, the validating ones included.
     pub call_timeout: Duration,
@@ -67,6 +74,15 @@ pub enum ConnectError {
     Refused {
         /// The endpoint dialed.
         endpoint: Endpoint,
+    },
+    /// The far end took the connection but did not speak HTTP/2: silent until the connect
+    /// deadline, or it hung up.
+    #[error("{endpoint} {problem}")]
+    NoHandshake {
+        /// The endpoint dialed.
+        endpoint: Endpoint,
+        /// What it did instead.
+        problem: String,
     },
     /// Dialing or a validating call took longer than its deadline.
     #[error("{endpoint} did not answer within {after:?}")]
@@ -123,72 +139,184 @@ pub enum ConnectError {
 /// Any URI will do for a unix socket: the connector ignores it, but HTTP/2 needs an authority.
 const UNIX_DUMMY_URI: &str = "http://[::]:50051";
 
-/// Dials `endpoint` and opens a gRPC channel on it, without checking what it serves.
+/// Dials `endpoint` and opens a gRPC channel on it, without checking what it serves. The
+/// connect timeout bounds everything up to the server's first HTTP/2 frame, so a process that
+/// accepts the connection and never speaks fails here, not after the first call's deadline.
 pub async fn channel(endpoint: &Endpoint, opts: &ConnectOptions) -> Result<Channel, ConnectError> {
     // No tonic per-request timeout: CriClient bounds each call itself and lengthens the bound
     // for StopContainer's grace period, which a channel-wide timeout would cut short.
-    match endpoint {
-        Endpoint::Unix(path) => unix_channel(endpoint, path, opts).await,
+    let deadline = Instant::now() + opts.connect_timeout;
+    let timed_out = || ConnectError::Timeout {
+        endpoint: endpoint.clone(),
+        after: opts.connect_timeout,
+    };
+    let (channel, heard) = match endpoint {
+        Endpoint::Unix(path) => {
+            let dial = {
+                let path = path.clone();
+                move || UnixStream::connect(path.clone())
+            };
+            let first = match tokio::time::timeout_at(deadline, dial()).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    let is_socket = std::fs::metadata(path)
+                        .ok()
+                        .map(|meta| meta.file_type().is_socket());
+                    return Err(classify_unix(endpoint, path, err, is_socket, opts));
+                }
+                Err(_) => return Err(timed_out()),
+            };
+            open(endpoint, UNIX_DUMMY_URI.to_owned(), opts, first, dial).await?
+        }
         Endpoint::Tcp { host, port } => {
             let authority = if host.contains(':') {
                 format!("[{host}]:{port}")
             } else {
                 format!("{host}:{port}")
             };
-            let transport = |source| ConnectError::Transport {
-                endpoint: endpoint.clone(),
-                source,
+            let dial = {
+                let address = (host.clone(), *port);
+                move || {
+                    let address = address.clone();
+                    async move {
+                        let stream = TcpStream::connect(address).await?;
+                        stream.set_nodelay(true)?;
+                        Ok::<_, io::Error>(stream)
+                    }
+                }
             };
-            tonic::transport::Endpoint::from_shared(format!("http://{authority}"))
-                .map_err(transport)?
-                .connect_timeout(opts.connect_timeout)
-                .connect()
-                .await
-                .map_err(|source| classify_transport(endpoint, opts, source))
+            let first =
+                match tokio::time::timeout_at(deadline, dial()).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(err)) => {
+                        return Err(classify_kind(endpoint, err.kind(), opts).unwrap_or_else(
+                            || ConnectError::Io {
+                                endpoint: endpoint.clone(),
+                                source: err,
+                            },
+                        ))
+                    }
+                    Err(_) => return Err(timed_out()),
+                };
+            open(endpoint, format!("http://{authority}"), opts, first, dial).await?
         }
+    };
+    match tokio::time::timeout_at(deadline, heard).await {
+        Ok(Ok(())) => Ok(channel),
+        // The stream was dropped unheard: the far end closed the connection.
+        Ok(Err(_)) => Err(ConnectError::NoHandshake {
+            endpoint: endpoint.clone(),
+            problem: "closed the connection before its HTTP/2 handshake".to_owned(),
+        }),
+        Err(_) => Err(ConnectError::NoHandshake {
+            endpoint: endpoint.clone(),
+            problem: format!(
+                "accepted the connection but sent no HTTP/2 handshake within {:?} (--connect-timeout)",
+                opts.connect_timeout
+            ),
+        }),
     }
 }
 
-async fn unix_channel(
+/// Opens a channel whose first connection is `first` (so the runtime never sees a dial
+/// dropped unused) and whose reconnections use `dial`; the receiver resolves when `first`
+/// reads its first byte from the server.
+async fn open<S, D, F>(
     endpoint: &Endpoint,
-    path: &Path,
+    uri: String,
     opts: &ConnectOptions,
-) -> Result<Channel, ConnectError> {
-    // Dialing ourselves first turns the kernel's answer into a precise error; the connection is
-    // then the channel's first one, so the runtime never sees a connection dropped unused.
-    let probe = match tokio::time::timeout(opts.connect_timeout, UnixStream::connect(path)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(err)) => {
-            let is_socket = std::fs::metadata(path)
-                .ok()
-                .map(|meta| meta.file_type().is_socket());
-            return Err(classify_unix(endpoint, path, err, is_socket, opts));
-        }
-        Err(_) => {
-            return Err(ConnectError::Timeout {
-                endpoint: endpoint.clone(),
-                after: opts.connect_timeout,
-            })
-        }
-    };
-    let first = Arc::new(Mutex::new(Some(probe)));
-    let socket = path.to_path_buf();
+    first: S,
+    dial: D,
+) -> Result<(Channel, oneshot::Receiver<()>), ConnectError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    D: Fn() -> F + Clone + Send + 'static,
+    F: Future<Output = io::Result<S>> + Send + 'static,
+{
+    let (heard, heard_rx) = oneshot::channel();
+    let first = Arc::new(Mutex::new(Some(Heard {
+        inner: first,
+        heard: Some(heard),
+    })));
     let connector = tower::service_fn(move |_: Uri| {
         let first = first.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let socket = socket.clone();
+        let dial = dial.clone();
         async move {
             let stream = match first {
                 Some(stream) => stream,
-                None => UnixStream::connect(socket).await?,
+                None => Heard {
+                    inner: dial().await?,
+                    heard: None,
+                },
             };
             Ok::<_, io::Error>(TokioIo::new(stream))
         }
     });
-    tonic::transport::Endpoint::from_static(UNIX_DUMMY_URI)
+    let channel = tonic::transport::Endpoint::from_shared(uri)
+        .map_err(|source| ConnectError::Transport {
+            endpoint: endpoint.clone(),
+            source,
+        })?
         .connect_timeout(opts.connect_timeout)
         .connect_with_connector(connector)
         .await
-        .map_err(|source| classify_transport(endpoint, opts, source))
+        .map_err(|source| classify_transport(endpoint, opts, source))?;
+    Ok((channel, heard_rx))
+}
+
+/// A stream that reports the first byte it reads: an HTTP/2 server's first frame (its
+/// SETTINGS) is the end of the handshake the connect timeout covers.
+struct Heard<S> {
+    inner: S,
+    heard: Option<oneshot::Sender<()>>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Heard<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            if let Some(heard) = self.heard.take() {
+                // Nobody waits any more once connect() has returned; that is fine.
+                let _ = heard.send(());
+            }
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Heard<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// Names a failed unix-socket dial. `is_socket` is what a stat of the path found (`None` when

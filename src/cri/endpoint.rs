@@ -1,7 +1,7 @@
 //! CRI endpoints: parsing `unix:///path`, bare socket paths and `tcp://HOST:PORT`, and choosing
 //! the runtime and image endpoints the way crictl does (flag, then environment, then crictl's
-//! config file). Resolution is a pure function of its inputs so it can be tested without the
-//! process environment.
+//! config file). The CLI reads the flags and variables with clap; resolution is a pure function
+//! of what it read, so it can be tested without the process environment.
 
 use std::fmt;
 use std::io;
@@ -105,7 +105,7 @@ pub enum EndpointError {
         path: PathBuf,
         /// The YAML failure.
         #[source]
-        source: serde_yaml::Error,
+        source: Box<serde_saphyr::Error>,
     },
 }
 
@@ -252,7 +252,8 @@ pub struct EndpointInputs {
     pub runtime_env: Option<String>,
     /// [`IMAGE_ENDPOINT_ENV`].
     pub image_env: Option<String>,
-    /// crictl's config file, as chosen by [`crictl_config_path`].
+    /// crictl's config file: `--config`, else [`CRICTL_CONFIG_ENV`], else
+    /// [`DEFAULT_CRICTL_CONFIG`] (the CLI gets it from clap).
     pub config_path: PathBuf,
     /// Anchor for relative socket paths; `None` if the current directory is unreadable.
     pub cwd: Option<PathBuf>,
@@ -269,16 +270,6 @@ pub struct ResolvedEndpoints {
     pub image: Endpoint,
     /// Where the image endpoint came from.
     pub image_source: EndpointSource,
-}
-
-/// crictl's config file path: the `--config` flag, else [`CRICTL_CONFIG_ENV`], else
-/// [`DEFAULT_CRICTL_CONFIG`].
-pub fn crictl_config_path(flag: Option<&Path>, env: Option<&str>) -> PathBuf {
-    match (flag, env) {
-        (Some(flag), _) if !flag.as_os_str().is_empty() => flag.to_path_buf(),
-        (_, Some(env)) if !env.is_empty() => PathBuf::from(env),
-        _ => PathBuf::from(DEFAULT_CRICTL_CONFIG),
-    }
 }
 
 /// The endpoint keys of crictl's config file; crictl's other keys are ignored.
@@ -373,9 +364,9 @@ fn parse_config(path: &Path, text: Option<String>) -> Result<CrictlConfig, Endpo
     };
     // An empty or comment-only file is a valid, empty crictl config.
     let parsed: Option<CrictlConfig> =
-        serde_yaml::from_str(&text).map_err(|source| EndpointError::ConfigParse {
+        serde_saphyr::from_str(&text).map_err(|source| EndpointError::ConfigParse {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(parsed.unwrap_or_default())
 }
@@ -476,21 +467,6 @@ mod tests {
         let endpoint = Endpoint::parse_relative_to(text, None).unwrap();
         assert_eq!(endpoint.to_string(), shown);
         assert_eq!(Endpoint::parse_relative_to(shown, None).unwrap(), endpoint);
-    }
-
-    #[rstest]
-    #[case::default(None, None, "/etc/crictl.yaml")]
-    #[case::env(None, Some("/env/crictl.yaml"), "/env/crictl.yaml")]
-    #[case::flag_beats_env(Some("/flag.yaml"), Some("/env.yaml"), "/flag.yaml")]
-    #[case::empty_env_is_unset(None, Some(""), "/etc/crictl.yaml")]
-    #[case::empty_flag_is_unset(Some(""), Some("/env.yaml"), "/env.yaml")]
-    fn crictl_config_path_follows_flag_then_env_then_default(
-        #[case] flag: Option<&str>,
-        #[case] env: Option<&str>,
-        #[case] expected: &str,
-    ) {
-        let path = crictl_config_path(flag.map(Path::new), env);
-        assert_eq!(path, PathBuf::from(expected));
     }
 
     const CONFIG: &str = "/etc/crictl.yaml";
@@ -640,6 +616,19 @@ mod tests {
             err.to_string(),
             "cannot parse crictl config /etc/crictl.yaml"
         );
+    }
+
+    #[rstest]
+    #[case::empty("", None)]
+    #[case::comments_only("# written by hand\n", None)]
+    #[case::other_keys_ignored(
+        "timeout: 2\ndebug: true\nruntime-endpoint: unix:///run/x.sock\n",
+        Some("unix:///run/x.sock")
+    )]
+    fn crictl_configs_parse_like_crictl(#[case] text: &str, #[case] runtime: Option<&str>) {
+        let config = parse_config(Path::new("/etc/crictl.yaml"), Some(text.to_owned())).unwrap();
+        assert_eq!(config.runtime_endpoint.as_deref(), runtime);
+        assert_eq!(config.image_endpoint, None);
     }
 
     #[test]

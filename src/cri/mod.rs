@@ -12,9 +12,9 @@ mod verbose;
 pub use client::{CallError, CallLog, CallRecord, CriClient, MAX_MESSAGE_SIZE};
 pub use connect::{channel, connect, ConnectError, ConnectOptions};
 pub use endpoint::{
-    crictl_config_path, read_crictl_config, resolve_endpoints, Endpoint, EndpointError,
-    EndpointInputs, EndpointSource, ResolvedEndpoints, CRICTL_CONFIG_ENV, DEFAULT_CRICTL_CONFIG,
-    IMAGE_ENDPOINT_ENV, RUNTIME_ENDPOINT_ENV,
+    read_crictl_config, resolve_endpoints, Endpoint, EndpointError, EndpointInputs, EndpointSource,
+    ResolvedEndpoints, CRICTL_CONFIG_ENV, DEFAULT_CRICTL_CONFIG, IMAGE_ENDPOINT_ENV,
+    RUNTIME_ENDPOINT_ENV,
 };
 pub use namespaces::namespace_options;
 pub use summary::RequestSummary;

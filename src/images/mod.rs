@@ -154,6 +154,9 @@ pub enum ImageError {
         /// The entry path or link target.
         name: String,
     },
+    /// The layer archive could not be written (in memory: only if it runs out).
+    #[error("cannot write the layer archive")]
+    Tar(#[source] std::io::Error),
     /// A JSON document of the image could not be encoded.
     #[error("cannot encode the {document} of image {image}")]
     Json {

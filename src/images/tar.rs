@@ -1,15 +1,12 @@
-//! A deterministic ustar writer for image layers: every entry owned by root, mtime 0, entries
+//! Deterministic image layers on the `tar` crate: every entry owned by root, mtime 0, entries
 //! sorted by path, so the same inputs give the same bytes (and the same digests) on any machine.
 //! Only what a busybox root filesystem needs: directories, regular files and symlinks.
 
 use std::collections::BTreeMap;
 
-use super::ImageError;
+use tar::{Builder, EntryType, Header};
 
-/// The ustar block size; headers and file data are padded to it.
-const BLOCK: usize = 512;
-/// Longest path a ustar header holds without its prefix field, which this writer never uses.
-const NAME_MAX: usize = 100;
+use super::ImageError;
 
 /// What one archive entry is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,71 +62,57 @@ impl TarTree {
         self.entries.keys().map(String::as_str)
     }
 
-    /// The archive: one header per entry in path order, data padded to blocks, two zero blocks.
+    /// The archive: one ustar header per entry in path order, data padded to blocks, two
+    /// zero blocks.
     pub fn to_bytes(&self) -> Result<Vec<u8>, ImageError> {
-        let mut out = Vec::new();
+        let mut archive = Builder::new(Vec::new());
         for (path, (kind, mode)) in &self.entries {
-            let (typeflag, size, link) = match kind {
-                EntryKind::Directory => (b'5', 0, ""),
-                EntryKind::File(data) => (b'0', data.len(), ""),
-                EntryKind::Symlink(target) => (b'2', 0, target.as_str()),
+            let too_long = |name: &str| {
+                let name = name.to_owned();
+                move |_| ImageError::TarName { name }
             };
-            out.extend_from_slice(&header(path, *mode, size, typeflag, link)?);
-            if let EntryKind::File(data) = kind {
-                out.extend_from_slice(data);
-                out.resize(out.len().next_multiple_of(BLOCK), 0);
-            }
+            let mut header = Header::new_ustar();
+            header.set_path(path).map_err(too_long(path))?;
+            header.set_mode(*mode);
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_username("root").map_err(ImageError::Tar)?;
+            header.set_groupname("root").map_err(ImageError::Tar)?;
+            header.set_device_major(0).map_err(ImageError::Tar)?;
+            header.set_device_minor(0).map_err(ImageError::Tar)?;
+            let data: &[u8] = match kind {
+                EntryKind::Directory => {
+                    header.set_entry_type(EntryType::Directory);
+                    &[]
+                }
+                EntryKind::File(data) => {
+                    header.set_entry_type(EntryType::Regular);
+                    data
+                }
+                EntryKind::Symlink(target) => {
+                    header.set_entry_type(EntryType::Symlink);
+                    header.set_link_name(target).map_err(too_long(target))?;
+                    &[]
+                }
+            };
+            header.set_size(data.len() as u64);
+            set_checksum(&mut header);
+            archive.append(&header, data).map_err(ImageError::Tar)?;
         }
-        out.resize(out.len() + 2 * BLOCK, 0);
-        Ok(out)
+        archive.into_inner().map_err(ImageError::Tar)
     }
 }
 
-/// One ustar header block; numeric fields are zero-padded octal ending in NUL.
-fn header(
-    path: &str,
-    mode: u32,
-    size: usize,
-    typeflag: u8,
-    link: &str,
-) -> Result<[u8; BLOCK], ImageError> {
-    for name in [path, link] {
-        if name.len() > NAME_MAX {
-            return Err(ImageError::TarName {
-                name: name.to_owned(),
-            });
-        }
-    }
-    let mut block = [0u8; BLOCK];
-    block[..path.len()].copy_from_slice(path.as_bytes());
-    octal(&mut block[100..108], mode as u64);
-    octal(&mut block[108..116], 0); // uid
-    octal(&mut block[116..124], 0); // gid
-    octal(&mut block[124..136], size as u64);
-    octal(&mut block[136..148], 0); // mtime
-    block[156] = typeflag;
-    block[157..157 + link.len()].copy_from_slice(link.as_bytes());
-    block[257..263].copy_from_slice(b"ustar\0");
-    block[263..265].copy_from_slice(b"00");
-    block[265..269].copy_from_slice(b"root"); // uname
-    block[297..301].copy_from_slice(b"root"); // gname
-    octal(&mut block[329..337], 0); // devmajor
-    octal(&mut block[337..345], 0); // devminor
-                                    // The checksum is summed with its own field read as spaces, then written as six octal
-                                    // digits, NUL, space (the layout every tar reader accepts).
-    block[148..156].copy_from_slice(b"        ");
-    let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
-    octal(&mut block[148..155], u64::from(sum));
-    block[155] = b' ';
-    Ok(block)
-}
-
-/// Writes `value` as zero-padded octal filling `field` but its last byte, which stays NUL.
-fn octal(field: &mut [u8], value: u64) {
-    let digits = field.len() - 1;
-    let text = format!("{value:0digits$o}");
-    field[..digits].copy_from_slice(&text.as_bytes()[text.len() - digits..]);
-    field[digits] = 0;
+/// The checksum in GNU tar's layout, six octal digits, NUL, space: the `tar` crate writes
+/// seven digits and a NUL, equally valid, but the layers published so far have this one, and
+/// their digests must not change.
+fn set_checksum(header: &mut Header) {
+    header.set_cksum();
+    let sum = header.cksum().unwrap_or_default();
+    let field = &mut header.as_old_mut().cksum;
+    field[..6].copy_from_slice(format!("{sum:06o}").as_bytes());
+    field[6] = 0;
+    field[7] = b' ';
 }
 
 #[cfg(test)]
@@ -141,6 +124,9 @@ mod tests {
     }
 
     use super::*;
+
+    /// The ustar block size; headers and file data are padded to it.
+    const BLOCK: usize = 512;
 
     fn sample() -> TarTree {
         let mut tree = TarTree::new();
@@ -218,6 +204,18 @@ mod tests {
         assert_eq!(field(tmp, 0..100), "tmp/");
         assert_eq!(field(tmp, 100..108), "0001777");
         assert_eq!(tmp[156], b'5');
+    }
+
+    /// The bytes of the hand-written writer this one replaced, pinned: a change in the `tar`
+    /// crate's layout must not change the published layers' digests.
+    #[test]
+    fn the_sample_archive_keeps_its_digest() {
+        use sha2::{Digest, Sha256};
+        let digest = hex::encode(Sha256::digest(sample().to_bytes().unwrap()));
+        assert_eq!(
+            digest,
+            "a247c7b355d17558cf41754baea5cdbc2021de38452ac8418e073bd63c6e3a57"
+        );
     }
 
     #[test]

@@ -125,6 +125,14 @@ mod tests {
         SyncResult::new(action, target)
     }
 
+    #[rstest]
+    #[case::kill_container(SyncAction::KillContainer, "KillContainer")]
+    #[case::teardown_network(SyncAction::TeardownNetwork, "TeardownNetwork")]
+    #[case::kill_pod_sandbox(SyncAction::KillPodSandbox, "KillPodSandbox")]
+    fn actions_show_as_the_kubelets_names(#[case] action: SyncAction, #[case] name: &str) {
+        assert_eq!(action.to_string(), name);
+    }
+
     fn failed(action: SyncAction, target: &str, kind: &str, message: &str) -> SyncResult {
         let mut result = SyncResult::new(action, target);
         result.fail(kind, message);

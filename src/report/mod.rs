@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
 use crate::runner::{CaseOutcome, CaseReport, RunReport};
 
 /// A report file that could not be written.
@@ -22,6 +24,9 @@ pub enum ReportError {
     /// The JSON could not be rendered.
     #[error("cannot render the JSON results")]
     Json(#[source] serde_json::Error),
+    /// The JUnit XML could not be rendered.
+    #[error("cannot render the JUnit report")]
+    Junit(#[source] quick_junit::SerializeError),
 }
 
 /// A duration as people read it: `850 µs`, `1.2 ms`, `3.40 s`.
@@ -62,8 +67,9 @@ pub fn summary_line(report: &RunReport) -> String {
 }
 
 /// Everything printed after the per-case lines: changed snapshots' diffs, suite file errors,
-/// why the run stopped, the summary line and the wall time.
-pub fn epilogue(report: &RunReport) -> String {
+/// why the run stopped (with `clean_with`, the command that removes what an interrupted or
+/// aborted run may have left on a runtime), the summary line and the wall time.
+pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
     let mut out = String::new();
     for case in &report.cases {
         if let Some(snapshot) = &case.snapshot {
@@ -107,6 +113,12 @@ pub fn epilogue(report: &RunReport) -> String {
             "interrupted: stopped starting cases and cleaned up the running ones"
         );
     }
+    if let Some(command) = clean_with.filter(|_| report.interrupted || report.aborted.is_some()) {
+        let _ = writeln!(
+            out,
+            "if anything is left on the runtime, remove it with: {command}"
+        );
+    }
     let _ = writeln!(out, "{}", summary_line(report));
     let _ = writeln!(
         out,
@@ -126,101 +138,77 @@ pub fn write(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError
     };
     std::fs::create_dir_all(dir).map_err(fail(dir))?;
     let junit_path = dir.join("junit.xml");
-    std::fs::write(&junit_path, junit(report)).map_err(fail(&junit_path))?;
+    std::fs::write(&junit_path, junit(report)?).map_err(fail(&junit_path))?;
     let json_path = dir.join("results.json");
     let json = serde_json::to_string_pretty(report).map_err(ReportError::Json)?;
     std::fs::write(&json_path, json + "\n").map_err(fail(&json_path))?;
     Ok(vec![junit_path, json_path])
 }
 
-/// The run as JUnit XML: a `testsuite` per suite, a `testcase` per case with `failure` or
-/// `skipped`; unusable suite files and an aborted run appear as `error`s of a `cri-harness`
-/// suite so CI shows them.
-pub fn junit(report: &RunReport) -> String {
-    let mut suites: Vec<(&str, Vec<&CaseReport>)> = Vec::new();
+/// The run as JUnit XML (quick-junit, which escapes and counts): a `testsuite` per suite, a
+/// `testcase` per case with `failure` or `skipped` and the suite file's `file` and `line` (an
+/// extension GitLab and Jenkins read); unusable suite files and an aborted run appear as
+/// `error`s of a `cri-harness` suite so CI shows them.
+pub fn junit(report: &RunReport) -> Result<String, ReportError> {
+    let mut suites: Vec<TestSuite> = Vec::new();
     for case in &report.cases {
-        match suites.iter_mut().find(|(name, _)| *name == case.suite) {
-            Some((_, cases)) => cases.push(case),
-            None => suites.push((&case.suite, vec![case])),
-        }
+        let index = match suites.iter().position(|s| s.name.as_str() == case.suite) {
+            Some(index) => index,
+            None => {
+                suites.push(TestSuite::new(case.suite.as_str()));
+                suites.len() - 1
+            }
+        };
+        let suite = &mut suites[index];
+        suite.time = Some(suite.time.unwrap_or_default() + case.duration);
+        suite.add_test_case(test_case(case));
     }
     let problems: Vec<&String> = report.errors.iter().chain(&report.aborted).collect();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites name=\"cri-harness\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
-        report.cases.len() + problems.len(),
-        report.failed(),
-        problems.len(),
-        report.skipped(),
-        report.duration.as_secs_f64()
-    );
-    for (name, cases) in &suites {
-        let failures = cases
-            .iter()
-            .filter(|c| matches!(c.outcome, CaseOutcome::Failed(_)))
-            .count();
-        let skipped = cases
-            .iter()
-            .filter(|c| matches!(c.outcome, CaseOutcome::Skipped(_)))
-            .count();
-        let time: f64 = cases.iter().map(|c| c.duration.as_secs_f64()).sum();
-        let _ = writeln!(
-            out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">",
-            escape(name),
-            cases.len()
-        );
-        for case in cases {
-            let _ = write!(
-                out,
-                "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\" time=\"{:.3}\"",
-                escape(&case.case),
-                escape(&case.suite),
-                escape(&case.source),
-                case.line,
-                case.duration.as_secs_f64()
-            );
-            match &case.outcome {
-                CaseOutcome::Passed => out.push_str("/>\n"),
-                CaseOutcome::Failed(reason) => {
-                    let _ = writeln!(
-                        out,
-                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                        escape(first_line(reason)),
-                        escape(&failure_text(case, reason))
-                    );
-                }
-                CaseOutcome::Skipped(reason) => {
-                    let _ = writeln!(
-                        out,
-                        ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                        escape(reason)
-                    );
-                }
-            }
-        }
-        out.push_str("  </testsuite>\n");
-    }
     if !problems.is_empty() {
-        let _ = writeln!(
-            out,
-            "  <testsuite name=\"cri-harness\" tests=\"{0}\" failures=\"0\" errors=\"{0}\" skipped=\"0\" time=\"0.000\">",
-            problems.len()
-        );
+        let mut suite = TestSuite::new("cri-harness");
+        suite.set_time(Duration::ZERO);
         for (index, problem) in problems.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "    <testcase name=\"problem-{}\" classname=\"cri-harness\" time=\"0.000\">\n      <error message=\"{}\">{}</error>\n    </testcase>",
-                index + 1,
-                escape(first_line(problem)),
-                escape(problem)
-            );
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_type("RunProblem")
+                .set_message(first_line(problem))
+                .set_description(problem.as_str());
+            let mut case = TestCase::new(format!("problem-{}", index + 1), status);
+            case.set_classname("cri-harness").set_time(Duration::ZERO);
+            suite.add_test_case(case);
         }
-        out.push_str("  </testsuite>\n");
+        suites.push(suite);
     }
-    out.push_str("</testsuites>\n");
-    out
+    let mut junit = Report::new("cri-harness");
+    junit.set_time(report.duration).add_test_suites(suites);
+    junit.to_string().map_err(ReportError::Junit)
+}
+
+fn test_case(case: &CaseReport) -> TestCase {
+    let status = match &case.outcome {
+        CaseOutcome::Passed => TestCaseStatus::success(),
+        CaseOutcome::Failed(reason) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type("CaseFailed")
+                .set_message(first_line(reason))
+                .set_description(failure_text(case, reason));
+            status
+        }
+        CaseOutcome::Skipped(reason) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(reason.as_str());
+            status
+        }
+    };
+    let mut test = TestCase::new(case.case.as_str(), status);
+    test.set_classname(case.suite.as_str())
+        .set_time(case.duration);
+    test.extra
+        .insert("file".into(), case.source.as_str().into());
+    test.extra
+        .insert("line".into(), case.line.to_string().into());
+    test
 }
 
 /// The failure's body: the reason and, for a changed snapshot, its diff.
@@ -235,25 +223,6 @@ fn failure_text(case: &CaseReport, reason: &str) -> String {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
-}
-
-/// Escapes text for XML attributes and content; characters XML 1.0 cannot carry at all (most
-/// control characters, e.g. a terminal's escape codes) become U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -292,17 +261,6 @@ mod tests {
     }
 
     #[rstest]
-    #[case::ampersand_and_angles("a & <b>", "a &amp; &lt;b&gt;")]
-    #[case::quotes("say \"x\" 'y'", "say &quot;x&quot; &apos;y&apos;")]
-    #[case::newline_kept("a\nb", "a\nb")]
-    #[case::escape_code_replaced("\u{1b}[31mred", "\u{FFFD}[31mred")]
-    #[case::nul_replaced("a\0b", "a\u{FFFD}b")]
-    #[case::unicode_kept("µs ✓", "µs ✓")]
-    fn xml_text_is_escaped(#[case] input: &str, #[case] expected: &str) {
-        assert_eq!(escape(input), expected);
-    }
-
-    #[rstest]
     #[case::passed(CaseOutcome::Passed, "PASS s/c (1.2 ms)")]
     #[case::failed(CaseOutcome::Failed("ip: expected none, got <ip:a>".into()), "FAIL s/c (1.2 ms) ip: expected none, got <ip:a>")]
     #[case::skipped(CaseOutcome::Skipped("needs mock_control".into()), "SKIP s/c (1.2 ms) needs mock_control")]
@@ -327,9 +285,23 @@ mod tests {
             case("t", "d", CaseOutcome::Skipped("y".into())),
         ]);
         assert_eq!(summary_line(&report), "2 passed, 1 failed, 1 skipped");
-        assert!(epilogue(&report)
+        assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn an_interrupted_run_says_how_to_clean_up_and_a_finished_one_does_not() {
+        let command = "cri-harness clean -r unix:///run/x.sock --run-id r1";
+        let mut report = report(vec![case("s", "a", CaseOutcome::Passed)]);
+        assert!(!epilogue(&report, Some(command)).contains(command));
+        report.interrupted = true;
+        let text = epilogue(&report, Some(command));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("if anything is left") && l.ends_with(command)),
+            "{text}"
+        );
     }
 
     #[test]
@@ -354,33 +326,153 @@ mod tests {
         report
             .errors
             .push("suites/bad.yaml:3:5: unknown variant `x`".into());
-        let xml = junit(&report);
-        let expected = r#"<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="cri-harness" tests="4" failures="1" errors="1" skipped="1" time="0.015">
-  <testsuite name="s" tests="2" failures="1" errors="0" skipped="0" time="0.002">
-    <testcase name="a" classname="s" file="suites/s.yaml" line="7" time="0.001"/>
-    <testcase name="b&lt;&amp;&gt;" classname="s" file="suites/s.yaml" line="7" time="0.001">
-      <failure message="snapshot changed">snapshot changed
-see diff
+        let xml = junit(&report).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "testsuites");
+        fn counts(node: roxmltree::Node<'_, '_>) -> [String; 4] {
+            ["tests", "failures", "errors", "skipped"]
+                .map(|a| node.attribute(a).unwrap_or("-").to_owned())
+        }
+        assert_eq!(counts(root), ["4", "1", "1", "1"]);
+        assert_eq!(root.attribute("time"), Some("0.015"));
+        let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+        let names: Vec<_> = suites
+            .iter()
+            .map(|s| s.attribute("name").unwrap())
+            .collect();
+        assert_eq!(names, ["s", "t", "cri-harness"]);
+        assert_eq!(counts(suites[0]), ["2", "1", "0", "0"]);
+        assert_eq!(suites[0].attribute("time"), Some("0.002"));
+        let cases: Vec<_> = suites[0].children().filter(|n| n.is_element()).collect();
+        assert_eq!(cases[1].attribute("name"), Some("b<&>"));
+        assert_eq!(cases[1].attribute("classname"), Some("s"));
+        assert_eq!(cases[1].attribute("file"), Some("suites/s.yaml"));
+        assert_eq!(cases[1].attribute("line"), Some("7"));
+        assert_eq!(cases[1].attribute("time"), Some("0.001"));
+        let failure = cases[1].first_element_child().unwrap();
+        assert_eq!(failure.tag_name().name(), "failure");
+        assert_eq!(failure.attribute("message"), Some("snapshot changed"));
+        assert_eq!(
+            failure.text(),
+            Some("snapshot changed\nsee diff\n\n-old\n+new\n")
+        );
+        let skipped = doc
+            .descendants()
+            .find(|n| n.has_tag_name("skipped"))
+            .unwrap();
+        assert_eq!(skipped.attribute("message"), Some("needs \"mock\""));
+        let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
+        assert_eq!(
+            error.attribute("message"),
+            Some("suites/bad.yaml:3:5: unknown variant `x`")
+        );
+        assert_eq!(counts(suites[2]), ["1", "0", "1", "0"]);
+    }
 
--old
-+new
-</failure>
-    </testcase>
-  </testsuite>
-  <testsuite name="t" tests="1" failures="0" errors="0" skipped="1" time="0.001">
-    <testcase name="c" classname="t" file="suites/t.yaml" line="7" time="0.001">
-      <skipped message="needs &quot;mock&quot;"/>
-    </testcase>
-  </testsuite>
-  <testsuite name="cri-harness" tests="1" failures="0" errors="1" skipped="0" time="0.000">
-    <testcase name="problem-1" classname="cri-harness" time="0.000">
-      <error message="suites/bad.yaml:3:5: unknown variant `x`">suites/bad.yaml:3:5: unknown variant `x`</error>
-    </testcase>
-  </testsuite>
-</testsuites>
-"#;
-        assert_eq!(xml, expected);
+    /// The elements and attributes of the JUnit schema CI tools validate against (the Ant
+    /// junit-4.xsd that Jenkins ships), plus `file` and `line` on a testcase, which GitLab and
+    /// Jenkins read. `(element, required attributes, optional attributes, children)`.
+    type SchemaElement = (
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    const JUNIT_SCHEMA: &[SchemaElement] = &[
+        (
+            "testsuites",
+            &[],
+            &[
+                "name", "time", "tests", "failures", "disabled", "errors", "skipped",
+            ],
+            &["testsuite"],
+        ),
+        (
+            "testsuite",
+            &["name", "tests"],
+            &[
+                "failures",
+                "errors",
+                "time",
+                "disabled",
+                "skipped",
+                "timestamp",
+                "hostname",
+                "id",
+                "package",
+            ],
+            &["properties", "testcase", "system-out", "system-err"],
+        ),
+        (
+            "testcase",
+            &["name"],
+            &["assertions", "time", "classname", "status", "file", "line"],
+            &["skipped", "error", "failure", "system-out", "system-err"],
+        ),
+        ("failure", &["type", "message"], &[], &[]),
+        ("error", &["type", "message"], &[], &[]),
+        ("skipped", &[], &["message"], &[]),
+    ];
+
+    fn check_against_the_schema(xml: &str) {
+        let doc = roxmltree::Document::parse(xml).unwrap();
+        assert_eq!(doc.root_element().tag_name().name(), "testsuites");
+        for node in doc.descendants().filter(roxmltree::Node::is_element) {
+            let name = node.tag_name().name();
+            let Some((_, required, optional, children)) =
+                JUNIT_SCHEMA.iter().find(|(element, ..)| *element == name)
+            else {
+                panic!("element <{name}> is not in the JUnit schema");
+            };
+            for attribute in *required {
+                assert!(node.has_attribute(*attribute), "<{name}> lacks {attribute}");
+            }
+            for attribute in node.attributes() {
+                let attribute = attribute.name();
+                assert!(
+                    required.contains(&attribute) || optional.contains(&attribute),
+                    "<{name}> has {attribute}, which the schema does not allow"
+                );
+            }
+            for child in node.children().filter(roxmltree::Node::is_element) {
+                let child = child.tag_name().name();
+                assert!(children.contains(&child), "<{child}> inside <{name}>");
+            }
+        }
+    }
+
+    #[test]
+    fn junit_follows_the_junit_schema_for_every_outcome() {
+        let mut report = report(vec![
+            case("s", "a", CaseOutcome::Passed),
+            case("s", "b", CaseOutcome::Failed("wrong ip".into())),
+            case("t", "c", CaseOutcome::Skipped("needs mock_control".into())),
+        ]);
+        report.errors.push("suites/bad.yaml:3:5: bad".into());
+        report.aborted = Some("the runtime stopped answering".into());
+        check_against_the_schema(&junit(&report).unwrap());
+        check_against_the_schema(&junit(&self::report(Vec::new())).unwrap());
+    }
+
+    #[test]
+    fn hostile_text_still_gives_well_formed_junit() {
+        let hostile = "a & <b> \"q\" 'x' ]]> \u{1b}[31mred\u{0} \u{202e}rtl µs ✓";
+        let report = report(vec![
+            case("s", hostile, CaseOutcome::Failed(hostile.into())),
+            case(hostile, "c", CaseOutcome::Skipped(hostile.into())),
+        ]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let name = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .and_then(|n| n.attribute("name"))
+            .unwrap();
+        // Markup survives as text; escape codes and NUL, which XML cannot carry, are dropped.
+        assert!(name.starts_with("a & <b> \"q\" 'x' ]]> red"), "{name:?}");
+        assert!(name.ends_with("\u{202e}rtl µs ✓"), "{name:?}");
     }
 
     #[test]

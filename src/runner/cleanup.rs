@@ -1,8 +1,12 @@
 //! Removing what a run made: every container, then every sandbox, that carries the harness's
 //! labels. Used at the end of each case (then a second listing proves nothing leaked) and by
-//! `cri-harness clean` for leftovers of interrupted runs.
+//! `cri-harness clean` for leftovers of interrupted runs. A run on a real runtime holds a
+//! [`Lease`] while it lives, so `clean` can tell its objects from an abandoned run's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, Read as _, Write as _};
+use std::path::{Path, PathBuf};
 
 use crate::cri::{labels, v1, CallError, CriClient};
 
@@ -143,6 +147,161 @@ async fn list(
     ))
 }
 
+/// The run ids of the objects matching `selector`: the runs `clean` would touch.
+pub async fn run_ids(
+    client: &CriClient,
+    selector: &Selector,
+) -> Result<BTreeSet<String>, CallError> {
+    let (sandboxes, containers) = list(client, selector).await?;
+    Ok(sandboxes
+        .iter()
+        .map(|s| &s.labels)
+        .chain(containers.iter().map(|c| &c.labels))
+        .filter_map(|labels| labels.get(labels::RUN_ID).cloned())
+        .collect())
+}
+
+/// Why a lease could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// The lease directory or file could not be made or opened.
+    #[error("cannot use the run lease {}", path.display())]
+    Io {
+        /// The directory or lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A live process already holds the lease of this run id.
+    #[error("run id {run_id} is in use by a live run ({holder}); pick another --run-id")]
+    InUse {
+        /// The run id.
+        run_id: String,
+        /// Who holds it, as its lock file says.
+        holder: String,
+    },
+}
+
+/// Proof that a run is alive: an exclusive `flock` on `<dir>/<run id>.lock`, held from before
+/// the run makes its first object until it ends (the kernel drops it if the process dies, so
+/// a killed run's lease is free at once). Dropping it removes the file.
+#[derive(Debug)]
+pub struct Lease {
+    // Held open for the lock; never read.
+    _file: File,
+    path: PathBuf,
+}
+
+/// What `clean` learns about a run from its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseState {
+    /// A live process holds it; the text names that process.
+    Held(String),
+    /// No live process holds it: the run ended or died.
+    Free,
+}
+
+/// The lease directory when `--lease-dir` names none: one per user, so a run and the
+/// `clean` after it agree as long as one user runs both.
+pub fn default_lease_dir() -> PathBuf {
+    let uid = rustix::process::geteuid();
+    if uid.is_root() {
+        PathBuf::from("/run/cri-harness/leases")
+    } else {
+        std::env::temp_dir().join(format!("cri-harness-{}/leases", uid.as_raw()))
+    }
+}
+
+fn lease_path(dir: &Path, run_id: &str) -> PathBuf {
+    dir.join(format!("{run_id}.lock"))
+}
+
+fn try_lock(file: &File) -> io::Result<bool> {
+    use rustix::fs::{flock, FlockOperation};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(errno) => Err(errno.into()),
+    }
+}
+
+impl Lease {
+    /// Takes the lease of `run_id` in `dir` (created if missing), writing the holder's pid
+    /// and host into it for the messages of a `clean` that finds it held.
+    pub fn acquire(dir: &Path, run_id: &str) -> Result<Self, LeaseError> {
+        let io_error = |path: &Path| {
+            let path = path.to_owned();
+            move |source| LeaseError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let path = lease_path(dir, run_id);
+        let mut file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        if !try_lock(&file).map_err(io_error(&path))? {
+            return Err(LeaseError::InUse {
+                run_id: run_id.to_owned(),
+                holder: holder(&mut file),
+            });
+        }
+        let uname = rustix::system::uname();
+        let me = format!(
+            "pid {} on {}",
+            std::process::id(),
+            uname.nodename().to_string_lossy()
+        );
+        file.set_len(0)
+            .and_then(|()| file.write_all(me.as_bytes()))
+            .map_err(io_error(&path))?;
+        Ok(Self { _file: file, path })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Removed while still locked, so a `clean` never sees a free lease of a live run.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    match file.read_to_string(&mut text) {
+        Ok(_) if !text.trim().is_empty() => text.trim().to_owned(),
+        _ => "a process that has not written its name yet".to_owned(),
+    }
+}
+
+/// Whether the run `run_id` holds its lease in `dir`. Anything that stops the check (an
+/// unreadable file) counts as held: `clean` errs on the side of leaving objects alone.
+pub fn lease_state(dir: &Path, run_id: &str) -> LeaseState {
+    let path = lease_path(dir, run_id);
+    let mut file = match File::open(&path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return LeaseState::Free,
+        Err(err) => {
+            return LeaseState::Held(format!("its lease {} is unreadable: {err}", path.display()))
+        }
+    };
+    match try_lock(&file) {
+        // Free: a run that died left its file; it is of no use to anyone now.
+        Ok(true) => {
+            let _ = std::fs::remove_file(&path);
+            LeaseState::Free
+        }
+        Ok(false) => LeaseState::Held(holder(&mut file)),
+        Err(err) => LeaseState::Held(format!(
+            "its lease {} cannot be checked: {err}",
+            path.display()
+        )),
+    }
+}
+
 fn sandbox_object(sandbox: &v1::PodSandbox) -> Object {
     Object {
         kind: "sandbox",
@@ -176,6 +335,39 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn a_held_lease_is_seen_as_held_and_is_free_once_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let lease = Lease::acquire(dir.path(), "r1").unwrap();
+        let LeaseState::Held(holder) = lease_state(dir.path(), "r1") else {
+            panic!("the lease of a live run reads as free");
+        };
+        assert!(
+            holder.contains(&format!("pid {}", std::process::id())),
+            "{holder}"
+        );
+        drop(lease);
+        assert_eq!(lease_state(dir.path(), "r1"), LeaseState::Free);
+        assert!(!dir.path().join("r1.lock").exists());
+    }
+
+    #[test]
+    fn a_run_id_in_use_cannot_be_leased_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = Lease::acquire(dir.path(), "r1").unwrap();
+        let err = Lease::acquire(dir.path(), "r1").unwrap_err();
+        assert!(matches!(err, LeaseError::InUse { .. }), "{err}");
+        assert!(Lease::acquire(dir.path(), "r2").is_ok());
+    }
+
+    #[test]
+    fn a_lease_file_left_unlocked_by_a_dead_run_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("r1.lock"), "pid 1 on gone").unwrap();
+        assert_eq!(lease_state(dir.path(), "r1"), LeaseState::Free);
+        assert_eq!(lease_state(dir.path(), "never-ran"), LeaseState::Free);
     }
 
     #[rstest]

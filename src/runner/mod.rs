@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::StreamExt;
 use regex::Regex;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 pub use case::{namespace, pod_uid};
 
@@ -109,39 +109,8 @@ pub fn valid_run_id(id: &str) -> bool {
 }
 
 /// Stops a run from outside (Ctrl-C): no case starts after it, running cases are cancelled
-/// and cleaned up.
-#[derive(Debug, Clone)]
-pub struct Interrupt(Arc<watch::Sender<bool>>);
-
-impl Default for Interrupt {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Interrupt {
-    /// Not triggered yet.
-    pub fn new() -> Self {
-        Self(Arc::new(watch::channel(false).0))
-    }
-
-    /// Asks the run to stop.
-    pub fn trigger(&self) {
-        self.0.send_replace(true);
-    }
-
-    /// Whether it was asked to stop.
-    pub fn is_triggered(&self) -> bool {
-        *self.0.borrow()
-    }
-
-    /// Resolves once triggered.
-    pub async fn triggered(&self) {
-        let mut receiver = self.0.subscribe();
-        // An error means the sender is gone, which cannot happen while `self` holds it.
-        let _ = receiver.wait_for(|stop| *stop).await;
-    }
-}
+/// and cleaned up, and a run still connecting stops connecting.
+pub type Interrupt = CancellationToken;
 
 /// How a case ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -303,7 +272,16 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         Target::Mock => None,
         Target::Endpoint { runtime, image } => {
             report.target = runtime.to_string();
-            match connect_runtime(runtime, image, &config.connect).await {
+            // A runtime that accepts and then never answers must not hold off a Ctrl-C.
+            let connected = tokio::select! {
+                connected = connect_runtime(runtime, image, &config.connect) => connected,
+                () = interrupt.cancelled() => {
+                    report.interrupted = true;
+                    report.duration = started.elapsed();
+                    return report;
+                }
+            };
+            match connected {
                 Ok((client, kind)) => {
                     report.target_kind = kind;
                     Some(client)
@@ -338,7 +316,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     cases.sort_by_key(|c| c.number);
     report.cases = cases;
     report.aborted = shared.aborted();
-    report.interrupted = shared.interrupt.is_triggered();
+    report.interrupted = shared.interrupt.is_cancelled();
     report.duration = started.elapsed();
     report
 }
@@ -417,7 +395,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
 type Outcome = (CaseOutcome, Option<SnapshotReport>, bool);
 
 async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
-    if shared.interrupt.is_triggered() {
+    if shared.interrupt.is_cancelled() {
         return (
             CaseOutcome::Skipped("not run: the run was interrupted".to_owned()),
             None,
@@ -513,7 +491,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
                 true,
             )),
         },
-        () = shared.interrupt.triggered() => Err((format!("{}: interrupted", at(run.current_step())), false)),
+        () = shared.interrupt.cancelled() => Err((format!("{}: interrupted", at(run.current_step())), false)),
     };
     let mut failures: Vec<String> = Vec::new();
     let mut unreachable = false;

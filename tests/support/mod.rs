@@ -141,3 +141,15 @@ pub async fn create_container(
         .await
         .expect("CreateContainer")
 }
+
+/// The built `cri-harness` binary with nothing of the caller's setup: no CI flag, no endpoint
+/// variables, no crictl config.
+pub fn harness() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cri-harness"));
+    command
+        .env_remove("CI")
+        .env_remove("CONTAINER_RUNTIME_ENDPOINT")
+        .env_remove("IMAGE_SERVICE_ENDPOINT")
+        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml");
+    command
+}
