@@ -168,13 +168,12 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         message: yaml::escape(&message),
     };
     if let Some(at) = text.find('\0') {
-        let (line, column) = yaml::position_of(text, at);
-        return Err(SuiteError::Parse {
-            file: file.to_owned(),
-            line,
-            column,
-            message: "a NUL byte: this is a binary file, not YAML text".to_owned(),
-        });
+        return Err(yaml::error_at(
+            file,
+            text,
+            at,
+            "a NUL byte: this is a binary file, not YAML text",
+        ));
     }
     // Steps are single-key maps (`- stop_sandbox: old`): serde's externally tagged enums.
     let raw: RawSuite = serde_saphyr::from_str_with_options(text, yaml::options())

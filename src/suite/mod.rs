@@ -218,3 +218,25 @@ pub fn all_tags(suites: &[Suite]) -> BTreeSet<String> {
         .flat_map(|c| c.tags.iter().cloned())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selecting_no_case_is_an_error_that_names_the_filters() {
+        let loaded = load_embedded();
+        let all = loaded.suites.iter().map(|s| s.cases.len()).sum::<usize>();
+        assert_eq!(
+            ensure_selected(&loaded.suites, |_, _| true, "").unwrap(),
+            all
+        );
+        let err = ensure_selected(&loaded.suites, |_, _| false, "`--focus nomatch`").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("no case selected: `--focus nomatch` match none of the {all} loaded cases")
+        );
+        let err = ensure_selected(&[], |_, _| true, "").unwrap_err();
+        assert_eq!(err.to_string(), "no case selected: no suite loaded a case");
+    }
+}

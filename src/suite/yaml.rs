@@ -98,16 +98,15 @@ pub(super) fn read(path: &Path, shown: &str) -> Result<String, SuiteError> {
         let bytes = err.as_bytes();
         let at = err.utf8_error().valid_up_to();
         let valid = String::from_utf8_lossy(&bytes[..at]);
-        let (line, column) = position_of(&valid, valid.len());
-        SuiteError::Parse {
-            file: shown.to_owned(),
-            line,
-            column,
-            message: format!(
+        error_at(
+            shown,
+            &valid,
+            valid.len(),
+            &format!(
                 "byte 0x{:02X} is not UTF-8 text; a suite file is UTF-8 YAML",
                 bytes[at]
             ),
-        }
+        )
     })
 }
 
@@ -156,6 +155,11 @@ pub(super) fn parse_error(file: &str, text: &str, err: &Error) -> SuiteError {
         // "step 1 `run_sandbx`: unknown step `run_sandbx`" says it twice.
         context.step_name = None;
     }
+    if !matches!(err.without_snippet(), Error::ExternalMessage { .. }) {
+        // Only a syntax error needs the key before it to be placed; for the others the last
+        // key may belong to another case (or to the first of two documents).
+        context.near = None;
+    }
     let message = escape(&format!(
         "{}{}",
         context.prefix(),
@@ -166,6 +170,19 @@ pub(super) fn parse_error(file: &str, text: &str, err: &Error) -> SuiteError {
         line,
         column,
         message,
+    }
+}
+
+/// An error the loader finds itself (a NUL byte, a byte that is not UTF-8) at byte `at` of
+/// `text`, placed in the suite like a parser error.
+pub(super) fn error_at(file: &str, text: &str, at: usize, message: &str) -> SuiteError {
+    let (line, column) = position_of(text, at);
+    let context = Context::at(&text[..at], (line, column));
+    SuiteError::Parse {
+        file: file.to_owned(),
+        line,
+        column,
+        message: escape(&format!("{}{message}", context.prefix())),
     }
 }
 
@@ -206,6 +223,9 @@ struct Context {
     step_name: Option<String>,
     /// The step is a bare scalar (`- stop_sandbox`), not a single-key mapping.
     step_is_scalar: bool,
+    /// The last key before the position, to place an error that has no path (a syntax error
+    /// at the top level).
+    near: Option<String>,
 }
 
 /// What the walker tells its visitor about each node.
@@ -232,6 +252,9 @@ impl Context {
             context.scalar = (node.at == target)
                 .then(|| node.scalar.map(str::to_owned))
                 .flatten();
+            if node.key && node.at < target {
+                context.near = node.scalar.map(str::to_owned);
+            }
             ControlFlow::Continue(())
         });
         let (Some(case), step) = (context.case(), context.step()) else {
@@ -311,6 +334,8 @@ impl Context {
         }
         if !rest.is_empty() {
             parts.push(format!("`{}`", key_path(rest)));
+        } else if let (true, Some(near)) = (self.path.is_empty(), &self.near) {
+            parts.push(format!("after `{}`", shorten(near)));
         }
         parts.iter().map(|p| format!("{p}: ")).collect()
     }
