@@ -147,7 +147,7 @@ fn a_misspelt_step_names_file_line_and_the_valid_steps_while_the_good_cases_run(
         error.contains(&format!("{}:6:9:", file.display())),
         "{error}"
     );
-    assert!(error.contains("unknown variant `run_sandbx`"), "{error}");
+    assert!(error.contains("unknown step `run_sandbx`"), "{error}");
     assert!(
         error.contains("`run_sandbox`") && error.contains("`kill_pod`"),
         "{error}"

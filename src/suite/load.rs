@@ -1,30 +1,31 @@
 //! Parsing and checking suite files. serde does the shape (its messages name the valid variants
-//! and fields); this file adds the file:line:column, the checks serde cannot make (aliases
-//! defined before use, mock-only steps marked), and the merging of embedded and extra suites.
+//! and fields) and serde-saphyr gives every node's position; this file adds the checks serde
+//! cannot make (aliases defined before use, mock-only steps marked), reading directories and
+//! files, and the merging of embedded and extra suites.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use regex::Regex;
 use serde::Deserialize;
+use serde_saphyr::Spanned;
 
 use super::step::{Kind, Scope, Step};
-use super::{Case, Need, PodIdentity, Suite, SuiteError, EMBEDDED};
+use super::{yaml, Case, Need, PodIdentity, ReadProblem, Suite, SuiteError, EMBEDDED};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSuite {
-    suite: String,
+    suite: Spanned<String>,
     about: String,
     #[serde(default)]
     tags: Vec<String>,
-    cases: Vec<RawCase>,
+    cases: Spanned<Vec<Spanned<RawCase>>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCase {
-    name: String,
+    name: Spanned<String>,
     #[serde(default)]
     about: Option<String>,
     #[serde(default)]
@@ -33,7 +34,7 @@ struct RawCase {
     needs: Vec<Need>,
     #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
-    steps: Vec<Step>,
+    steps: Vec<Spanned<Step>>,
 }
 
 /// Suites that loaded and the files that did not.
@@ -45,150 +46,199 @@ pub struct Loaded {
     pub errors: Vec<SuiteError>,
 }
 
+impl Loaded {
+    /// Adds a parsed file, refusing a second file that defines an already loaded suite.
+    fn add(&mut self, result: Result<Suite, SuiteError>) {
+        match result {
+            Ok(suite) => match self.suites.iter().find(|s| s.name == suite.name) {
+                Some(first) => self.errors.push(SuiteError::Duplicate {
+                    first: first.source.clone(),
+                    second: suite.source,
+                    suite: suite.name,
+                }),
+                None => self.suites.push(suite),
+            },
+            Err(err) => self.errors.push(err),
+        }
+    }
+
+    fn sort(&mut self) {
+        self.suites.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
 /// The embedded suites.
 pub fn load_embedded() -> Loaded {
     let mut loaded = Loaded::default();
     for (path, text) in EMBEDDED {
-        match parse(path, text) {
-            Ok(suite) => loaded.suites.push(suite),
-            Err(err) => loaded.errors.push(err),
-        }
+        loaded.add(parse(path, text));
     }
-    loaded.suites.sort_by(|a, b| a.name.cmp(&b.name));
+    loaded.sort();
     loaded
 }
 
-/// Every `*.yaml`/`*.yml` file of `dir` (not recursive), in name order.
+/// Every `*.yaml`/`*.yml` entry of `dir` (not recursive), in name order. An entry with that
+/// name that is not a readable suite file (a directory, a dangling link, a FIFO) is an error,
+/// not skipped: the user meant it as a suite.
 pub fn load_dir(dir: &Path) -> Loaded {
     let mut loaded = Loaded::default();
+    let read_error = |problem| SuiteError::Read {
+        path: dir.to_owned(),
+        problem,
+    };
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(source) => {
-            loaded.errors.push(SuiteError::Read {
-                path: dir.to_owned(),
-                source,
-            });
+        Err(err) => {
+            loaded.errors.push(read_error(read_problem(err, dir)));
             return loaded;
         }
     };
-    let mut paths: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.is_file()
-                && path
+    let mut paths = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => {
+                let path = entry.path();
+                if path
                     .extension()
                     .is_some_and(|ext| ext == "yaml" || ext == "yml")
-        })
-        .collect();
-    paths.sort();
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for path in paths {
-        let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(source) => {
-                loaded.errors.push(SuiteError::Read { path, source });
-                continue;
-            }
-        };
-        match parse(&shown, &text) {
-            Ok(suite) => {
-                if let Some(first) = seen.insert(suite.name.clone(), shown.clone()) {
-                    loaded.errors.push(SuiteError::Duplicate {
-                        suite: suite.name,
-                        first,
-                        second: shown,
-                    });
-                } else {
-                    loaded.suites.push(suite);
+                {
+                    paths.push(path);
                 }
             }
-            Err(err) => loaded.errors.push(err),
+            Err(err) => loaded.errors.push(read_error(ReadProblem::Io(err))),
         }
     }
-    loaded.suites.sort_by(|a, b| a.name.cmp(&b.name));
+    paths.sort();
+    for path in paths {
+        loaded.add(read_and_parse(&path));
+    }
+    loaded.sort();
     loaded
 }
 
-/// The embedded suites plus those of `extra`; a suite of `extra` replaces the embedded one of
-/// the same name (so a vendor can adapt a suite without recompiling).
+/// One suite file, whatever its name.
+pub fn load_file(path: &Path) -> Loaded {
+    let mut loaded = Loaded::default();
+    loaded.add(read_and_parse(path));
+    loaded
+}
+
+fn read_and_parse(path: &Path) -> Result<Suite, SuiteError> {
+    let shown = path.display().to_string();
+    let text = yaml::read(path, &shown)?;
+    parse(&shown, &text)
+}
+
+fn read_problem(err: std::io::Error, path: &Path) -> ReadProblem {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => match std::fs::read_link(path) {
+            Ok(target) => ReadProblem::DanglingLink(target),
+            Err(_) => ReadProblem::Missing,
+        },
+        std::io::ErrorKind::NotADirectory => ReadProblem::NotAFile("file"),
+        _ => ReadProblem::Io(err),
+    }
+}
+
+/// The embedded suites plus those of `extra`, a directory of suite files or one file; a suite
+/// of `extra` replaces the embedded one of the same name (so a vendor can adapt a suite without
+/// recompiling).
 pub fn load(extra: Option<&Path>) -> Loaded {
     let mut loaded = load_embedded();
-    if let Some(dir) = extra {
-        let more = load_dir(dir);
+    if let Some(path) = extra {
+        let more = if path.is_dir() {
+            load_dir(path)
+        } else {
+            load_file(path)
+        };
         for suite in more.suites {
             loaded.suites.retain(|s| s.name != suite.name);
             loaded.suites.push(suite);
         }
         loaded.errors.extend(more.errors);
-        loaded.suites.sort_by(|a, b| a.name.cmp(&b.name));
+        loaded.sort();
     }
     loaded
 }
 
 /// Parses one suite file; `file` is how messages name it.
 pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
-    // Steps are single-key maps (`- stop_sandbox: old`), not serde_yaml's `!tag` enums.
-    let raw: RawSuite = serde_yaml::with::singleton_map_recursive::deserialize(
-        serde_yaml::Deserializer::from_str(text),
-    )
-    .map_err(|err| parse_error(file, &err))?;
-    let invalid = |line: usize, message: String| SuiteError::Invalid {
+    let invalid = |(line, column): (usize, usize), message: String| SuiteError::Invalid {
         file: file.to_owned(),
         line,
-        message,
+        column,
+        message: yaml::escape(&message),
     };
-    if !is_name(&raw.suite) {
+    if let Some(at) = text.find('\0') {
+        return Err(yaml::error_at(
+            file,
+            text,
+            at,
+            "a NUL byte: this is a binary file, not YAML text",
+        ));
+    }
+    // Steps are single-key maps (`- stop_sandbox: old`): serde's externally tagged enums.
+    let raw: RawSuite = serde_saphyr::from_str_with_options(text, yaml::options())
+        .map_err(|err| yaml::parse_error(file, text, &err))?;
+    let suite_at = spanned_at(&raw.suite, (1, 1));
+    if !is_name(&raw.suite.value) {
         return Err(invalid(
-            find_line(text, "suite", &raw.suite).unwrap_or(1),
+            suite_at,
             format!(
                 "suite name `{}` must be lower-case letters, digits, `-` and `_`",
-                raw.suite
+                raw.suite.value
             ),
         ));
     }
-    if raw.cases.is_empty() {
-        return Err(invalid(1, format!("suite `{}` has no cases", raw.suite)));
+    if raw.cases.value.is_empty() {
+        return Err(invalid(
+            spanned_at(&raw.cases, suite_at),
+            format!("suite `{}` has no cases", raw.suite.value),
+        ));
     }
     let mut names = BTreeSet::new();
-    let mut cases = Vec::with_capacity(raw.cases.len());
-    let mut search_from = 0;
-    for raw_case in raw.cases {
-        let line = find_line_from(text, "name", &raw_case.name, search_from).unwrap_or(1);
-        search_from = line;
-        let step_lines = step_lines(text, line);
-        let fail = |message: String| invalid(line, format!("case `{}`: {message}", raw_case.name));
-        if !is_name(&raw_case.name) {
+    let mut cases = Vec::with_capacity(raw.cases.value.len());
+    for raw_case in raw.cases.value {
+        let (line, column) = spanned_at(&raw_case, suite_at);
+        let raw_case = raw_case.value;
+        let name_at = spanned_at(&raw_case.name, (line, column));
+        let name = raw_case.name.value;
+        let fail = |message: &str| invalid(name_at, format!("case `{name}`: {message}"));
+        if !is_name(&name) {
             return Err(fail(
-                "a case name must be lower-case letters, digits, `-` and `_`".to_owned(),
+                "a case name must be lower-case letters, digits, `-` and `_`",
             ));
         }
-        if !names.insert(raw_case.name.clone()) {
-            return Err(fail(
-                "another case of this suite has the same name".to_owned(),
-            ));
+        if !names.insert(name.clone()) {
+            return Err(fail("another case of this suite has the same name"));
         }
+        let (step_lines, step_columns) = raw_case
+            .steps
+            .iter()
+            .map(|step| spanned_at(step, (line, column)))
+            .unzip();
         let mut case = Case {
-            name: raw_case.name.clone(),
+            name,
             about: raw_case.about,
             tags: raw.tags.iter().chain(&raw_case.tags).cloned().collect(),
             needs: raw_case.needs,
             pods: raw_case.pods,
-            steps: raw_case.steps,
+            steps: raw_case.steps.into_iter().map(|s| s.value).collect(),
             line,
+            column,
             step_lines,
+            step_columns,
         };
         case.tags.sort();
         case.tags.dedup();
         check_case(&case).map_err(|(index, message)| {
-            let line = index.map_or(case.line, |i| case.step_line(i));
-            invalid(line, format!("case `{}`: {message}", case.name))
+            let at = index.map_or((case.line, case.column), |i| case.step_position(i));
+            invalid(at, format!("case `{}`: {message}", case.name))
         })?;
         cases.push(case);
     }
     Ok(Suite {
-        name: raw.suite,
+        name: raw.suite.value,
         about: raw.about.trim().to_owned(),
         tags: raw.tags,
         cases,
@@ -196,22 +246,9 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
     })
 }
 
-fn parse_error(file: &str, err: &serde_yaml::Error) -> SuiteError {
-    let (line, column) = err
-        .location()
-        .map_or((1, 1), |loc| (loc.line(), loc.column()));
-    // serde_yaml appends " at line L column C"; the location is already in front.
-    let text = err.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(at) if text[at..].contains(" column ") => text[..at].to_owned(),
-        _ => text,
-    };
-    SuiteError::Parse {
-        file: file.to_owned(),
-        line,
-        column,
-        message,
-    }
+/// Where a node was used (an alias's own position, not its anchor's), or `default`.
+fn spanned_at<T>(node: &Spanned<T>, default: (usize, usize)) -> (usize, usize) {
+    yaml::at(&node.referenced).unwrap_or(default)
 }
 
 fn is_name(name: &str) -> bool {
@@ -219,65 +256,6 @@ fn is_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-}
-
-fn find_line(text: &str, key: &str, value: &str) -> Option<usize> {
-    find_line_from(text, key, value, 0)
-}
-
-/// The 1-based line after line `from` where `key: value` is written (as a list item or not,
-/// quoted or not). serde_yaml has no spans for valid documents, so this finds them again.
-fn find_line_from(text: &str, key: &str, value: &str, from: usize) -> Option<usize> {
-    let pattern = format!(
-        r#"^\s*(-\s+)?{}\s*:\s*['"]?{}['"]?\s*(#.*)?$"#,
-        regex::escape(key),
-        regex::escape(value)
-    );
-    let re = Regex::new(&pattern).ok()?;
-    text.lines()
-        .enumerate()
-        .skip(from)
-        .find(|(_, line)| re.is_match(line))
-        .map(|(i, _)| i + 1)
-}
-
-/// The 1-based lines where the steps of the case named on `case_line` start: the items of the
-/// first `steps:` list after it.
-fn step_lines(text: &str, case_line: usize) -> Vec<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    let indent = |line: &str| line.len() - line.trim_start().len();
-    let Some(steps_at) = (case_line.saturating_sub(1)..lines.len()).find(|&i| {
-        lines[i]
-            .trim_start()
-            .trim_start_matches("- ")
-            .starts_with("steps:")
-    }) else {
-        return Vec::new();
-    };
-    let steps_indent = indent(lines[steps_at]);
-    let mut item_indent = None;
-    let mut found = Vec::new();
-    for (i, line) in lines.iter().enumerate().skip(steps_at + 1) {
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let here = indent(line);
-        if trimmed.starts_with("- ") {
-            match item_indent {
-                None if here >= steps_indent => {
-                    item_indent = Some(here);
-                    found.push(i + 1);
-                }
-                Some(at) if here == at => found.push(i + 1),
-                Some(at) if here < at => break,
-                _ => {}
-            }
-        } else if here <= steps_indent {
-            break;
-        }
-    }
-    found
 }
 
 /// Checks what serde cannot: each step against the case so far (aliases defined before use and
@@ -344,8 +322,9 @@ cases:
         assert_eq!(suite.name, "demo");
         assert_eq!(suite.cases.len(), 2);
         let first = &suite.cases[0];
-        assert_eq!(first.line, 5);
+        assert_eq!((first.line, first.column), (5, 5));
         assert_eq!(first.step_lines, vec![8, 9, 10]);
+        assert_eq!(first.step_columns, vec![9, 9, 9]);
         assert_eq!(first.tags, vec!["demo".to_owned(), "ip".to_owned()]);
         assert_eq!(
             first.steps[0],
@@ -376,6 +355,15 @@ cases:
         }
     }
 
+    #[test]
+    fn flow_style_steps_get_their_own_lines_and_columns() {
+        let text = "suite: s\nabout: x\ncases:\n  - name: c\n    steps: [{run_sandbox: {as: a, pod: p}},\n      {stop_sandbox: a}, {version: {}}]\n";
+        let case = &parse("s.yaml", text).unwrap().cases[0];
+        assert_eq!(case.step_lines, vec![5, 6, 6]);
+        assert_eq!(case.step_columns, vec![13, 7, 26]);
+        assert_eq!(case.step_position(2), (6, 26));
+    }
+
     fn parse_err(text: &str) -> String {
         parse("suites/bad.yaml", text).unwrap_err().to_string()
     }
@@ -383,7 +371,7 @@ cases:
     #[rstest]
     #[case::misspelt_step_lists_the_valid_steps(
         "      - run_sandbx: {as: a, pod: p}\n",
-        &["suites/bad.yaml:6:", "unknown variant `run_sandbx`", "`run_sandbox`", "`get_pod_status`"]
+        &["suites/bad.yaml:6:9: case `c`: step 1: unknown step `run_sandbx`", "`run_sandbox`", "`get_pod_status`"]
     )]
     #[case::misspelt_field_lists_the_valid_fields(
         "      - run_sandbox: {as: a, pod: p, atempt: 1}\n",

@@ -1,10 +1,12 @@
 //! Suites: declarative YAML files of cases (setup steps, manager calls, expectations) that the
-//! runner executes. The suites under `suites/` are embedded in the binary; `--suites DIR` adds
-//! more. A bad file is reported with file, line and column and the other files still load.
+//! runner executes. The suites under `suites/` are embedded in the binary; `--suites DIR` (or one
+//! file) adds more. A bad file is reported with file, line and column and the other files still
+//! load.
 
 mod embedded;
 mod load;
 pub mod step;
+mod yaml;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -13,8 +15,9 @@ use serde::Deserialize;
 
 pub use crate::world::PodIdentity;
 pub use embedded::EMBEDDED;
-pub use load::{load, load_dir, load_embedded, parse, Loaded};
+pub use load::{load, load_dir, load_embedded, load_file, parse, Loaded};
 pub use step::Step;
+pub use yaml::{MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_FILE_BYTES};
 
 /// A suite: cases that check one documented behaviour.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,10 +49,14 @@ pub struct Case {
     pub pods: BTreeMap<String, PodIdentity>,
     /// The steps.
     pub steps: Vec<Step>,
-    /// Line of its `name:` in the file (1-based), for messages.
+    /// Line where the case's mapping starts (1-based; the `- ` item's first key), for messages.
     pub line: usize,
+    /// Column of that start (1-based, in characters).
+    pub column: usize,
     /// Line of each step (1-based), for messages.
     pub step_lines: Vec<usize>,
+    /// Column of each step (1-based, in characters).
+    pub step_columns: Vec<usize>,
 }
 
 impl Case {
@@ -66,6 +73,14 @@ impl Case {
     /// The line of step `index` (0-based), or the case's line.
     pub fn step_line(&self, index: usize) -> usize {
         self.step_lines.get(index).copied().unwrap_or(self.line)
+    }
+
+    /// `line:column` of step `index` (0-based), or of the case.
+    pub fn step_position(&self, index: usize) -> (usize, usize) {
+        match (self.step_lines.get(index), self.step_columns.get(index)) {
+            (Some(&line), Some(&column)) => (line, column),
+            _ => (self.line, self.column),
+        }
     }
 }
 
@@ -88,35 +103,37 @@ impl std::fmt::Display for Need {
 /// A suite file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
-    /// The file or directory could not be read.
-    #[error("cannot read suite path {}", path.display())]
+    /// The path cannot be read as a suite file or directory; `problem` says why.
+    #[error("cannot read suite path {}: {problem}", path.display())]
     Read {
         /// The path.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: std::io::Error,
+        problem: ReadProblem,
     },
-    /// The YAML does not match the suite format.
+    /// The text is not YAML, or the YAML does not match the suite format.
     #[error("{file}:{line}:{column}: {message}")]
     Parse {
         /// The file as shown to users.
         file: String,
         /// 1-based line.
         line: usize,
-        /// 1-based column.
+        /// 1-based column, in characters.
         column: usize,
-        /// What is wrong, with the valid choices where there are any.
+        /// What is wrong and where in the suite (case, step, key), with the valid choices
+        /// where there are any; control characters are escaped.
         message: String,
     },
     /// The file parses but a case is inconsistent (an unknown alias, a mock step without the
     /// mark, a duplicate name).
-    #[error("{file}:{line}: {message}")]
+    #[error("{file}:{line}:{column}: {message}")]
     Invalid {
         /// The file as shown to users.
         file: String,
         /// 1-based line.
         line: usize,
+        /// 1-based column, in characters.
+        column: usize,
         /// What is wrong.
         message: String,
     },
@@ -130,6 +147,70 @@ pub enum SuiteError {
         /// The other file.
         second: String,
     },
+    /// The filters select none of the loaded cases, so a run would check nothing.
+    #[error("no case selected: {}", nothing_selected(filters, *cases))]
+    NothingSelected {
+        /// The filters as the user gave them, e.g. "`--focus nomatch`"; empty for none.
+        filters: String,
+        /// How many cases were loaded.
+        cases: usize,
+    },
+}
+
+/// Why a suite path cannot be read. The message follows "cannot read suite path X: ".
+#[derive(Debug, thiserror::Error)]
+pub enum ReadProblem {
+    /// Nothing is at the path.
+    #[error("no such file or directory")]
+    Missing,
+    /// A symbolic link whose target does not exist.
+    #[error("it is a symbolic link to {}, which does not exist", .0.display())]
+    DanglingLink(PathBuf),
+    /// A directory where a file is expected (a `*.yaml` directory inside a suite directory).
+    #[error("it is a directory, not a suite file")]
+    Directory,
+    /// A FIFO, socket or device: never opened, since reading one could block or never end.
+    #[error("it is a {0}, not a regular file")]
+    NotAFile(&'static str),
+    /// Larger than [`MAX_FILE_BYTES`].
+    #[error("it has {size} bytes, more than the {max} a suite file may have", max = MAX_FILE_BYTES)]
+    TooLarge {
+        /// Its size, or the bytes read before giving up.
+        size: u64,
+    },
+    /// Opening or reading failed for another reason (permission denied, an I/O error).
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+/// Checks that `selects` picks at least one loaded case; `filters` describes the filters for
+/// the message (e.g. "`--focus nomatch`"). A run or `--list` that selects nothing is an error:
+/// it would pass while checking nothing.
+pub fn ensure_selected(
+    suites: &[Suite],
+    selects: impl Fn(&Suite, &Case) -> bool,
+    filters: &str,
+) -> Result<usize, SuiteError> {
+    let selected = suites
+        .iter()
+        .map(|suite| suite.cases.iter().filter(|c| selects(suite, c)).count())
+        .sum();
+    if selected > 0 {
+        return Ok(selected);
+    }
+    Err(SuiteError::NothingSelected {
+        filters: filters.to_owned(),
+        cases: suites.iter().map(|s| s.cases.len()).sum(),
+    })
+}
+
+fn nothing_selected(filters: &str, cases: usize) -> String {
+    match (filters.is_empty(), cases) {
+        (_, 0) => "no suite loaded a case".to_owned(),
+        (true, _) => format!("none of the {cases} loaded cases"),
+        (false, 1) => format!("{filters} match not even the one loaded case"),
+        (false, _) => format!("{filters} match none of the {cases} loaded cases"),
+    }
 }
 
 /// All tags of all cases, sorted, for `--tags` help and errors.
@@ -139,4 +220,26 @@ pub fn all_tags(suites: &[Suite]) -> BTreeSet<String> {
         .flat_map(|s| s.cases.iter())
         .flat_map(|c| c.tags.iter().cloned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selecting_no_case_is_an_error_that_names_the_filters() {
+        let loaded = load_embedded();
+        let all = loaded.suites.iter().map(|s| s.cases.len()).sum::<usize>();
+        assert_eq!(
+            ensure_selected(&loaded.suites, |_, _| true, "").unwrap(),
+            all
+        );
+        let err = ensure_selected(&loaded.suites, |_, _| false, "`--focus nomatch`").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("no case selected: `--focus nomatch` match none of the {all} loaded cases")
+        );
+        let err = ensure_selected(&[], |_, _| true, "").unwrap_err();
+        assert_eq!(err.to_string(), "no case selected: no suite loaded a case");
+    }
 }
