@@ -93,9 +93,7 @@ impl Filter<'_> {
 pub(crate) struct Table<T> {
     objects: BTreeMap<Key, T>,
     ids: BTreeMap<String, Key>,
-    by_state: HashMap<i32, BTreeSet<Key>>,
-    /// Label key -> label value -> holders.
-    by_label: HashMap<String, HashMap<String, BTreeSet<Key>>>,
+    facets: Facets,
     /// Group id -> members; ordered so group ids resolve by prefix too.
     by_group: BTreeMap<String, BTreeSet<Key>>,
     next: u64,
@@ -106,8 +104,7 @@ impl<T> Default for Table<T> {
         Self {
             objects: BTreeMap::new(),
             ids: BTreeMap::new(),
-            by_state: HashMap::new(),
-            by_label: HashMap::new(),
+            facets: Facets::default(),
             by_group: BTreeMap::new(),
             next: 0,
         }
@@ -133,24 +130,15 @@ where
     }
 }
 
-impl<T: Indexed> Table<T> {
-    /// Adds `object` as the newest one. Its id must not be in the table yet.
-    pub(crate) fn insert(&mut self, object: T) -> Key {
-        let key = Key(self.next);
-        self.next += 1;
-        debug_assert!(!self.ids.contains_key(object.id()), "duplicate id");
-        self.ids.insert(object.id().to_owned(), key);
-        if let Some(group) = object.group() {
-            self.by_group
-                .entry(group.to_owned())
-                .or_default()
-                .insert(key);
-        }
-        self.index(object.state(), object.labels(), key);
-        self.objects.insert(key, object);
-        key
-    }
+/// The indexes of what may change about an object: its state and labels.
+#[derive(Debug, Default)]
+struct Facets {
+    by_state: HashMap<i32, BTreeSet<Key>>,
+    /// Label key -> label value -> holders.
+    by_label: HashMap<String, HashMap<String, BTreeSet<Key>>>,
+}
 
+impl Facets {
     /// Indexes `key` under a state and labels.
     fn index(&mut self, state: i32, labels: &BTreeMap<String, String>, key: Key) {
         add(&mut self.by_state, state, key);
@@ -180,18 +168,36 @@ impl<T: Indexed> Table<T> {
             }
         }
     }
+}
+
+impl<T: Indexed> Table<T> {
+    /// Adds `object` as the newest one. Its id must not be in the table yet.
+    pub(crate) fn insert(&mut self, object: T) -> Key {
+        let key = Key(self.next);
+        self.next += 1;
+        debug_assert!(!self.ids.contains_key(object.id()), "duplicate id");
+        self.ids.insert(object.id().to_owned(), key);
+        if let Some(group) = object.group() {
+            self.by_group
+                .entry(group.to_owned())
+                .or_default()
+                .insert(key);
+        }
+        self.facets.index(object.state(), object.labels(), key);
+        self.objects.insert(key, object);
+        key
+    }
 
     /// Changes the object at `key` through `change`, re-indexing its state and labels.
     pub(crate) fn update<R>(&mut self, key: Key, change: impl FnOnce(&mut T) -> R) -> Option<R> {
-        let mut object = self.objects.remove(&key)?;
+        let object = self.objects.get_mut(&key)?;
         let (state, labels) = (object.state(), object.labels().clone());
-        let result = change(&mut object);
+        let result = change(object);
         debug_assert!(self.ids.get(object.id()) == Some(&key), "id changed");
         if object.state() != state || object.labels() != &labels {
-            self.unindex(state, &labels, key);
-            self.index(object.state(), object.labels(), key);
+            self.facets.unindex(state, &labels, key);
+            self.facets.index(object.state(), object.labels(), key);
         }
-        self.objects.insert(key, object);
         Some(result)
     }
 
@@ -207,7 +213,7 @@ impl<T: Indexed> Table<T> {
                 }
             }
         }
-        self.unindex(object.state(), object.labels(), key);
+        self.facets.unindex(object.state(), object.labels(), key);
         Some(object)
     }
 
@@ -271,10 +277,11 @@ impl<T: Indexed> Table<T> {
             candidates.push(self.by_group.get(group).unwrap_or(&EMPTY));
         }
         if let Some(state) = filter.state {
-            candidates.push(self.by_state.get(&state).unwrap_or(&EMPTY));
+            candidates.push(self.facets.by_state.get(&state).unwrap_or(&EMPTY));
         }
         for (k, v) in filter.labels.into_iter().flatten() {
             let holders = self
+                .facets
                 .by_label
                 .get(k.as_str())
                 .and_then(|values| values.get(v.as_str()));
