@@ -148,3 +148,31 @@ async fn stream_images_is_unimplemented_by_name() {
         )
     );
 }
+
+#[tokio::test]
+async fn verbose_image_status_carries_a_chain_id_and_image_config_as_containerd_does() {
+    let (_mock, client, _control) = mock().await;
+    client.pull_image("busybox").await.unwrap();
+    let status = |verbose: bool, image: &str| {
+        let mut images = client.image_service();
+        let request = v1::ImageStatusRequest {
+            image: Some(v1::ImageSpec {
+                image: image.to_owned(),
+                ..Default::default()
+            }),
+            verbose,
+        };
+        async move { images.image_status(request).await.unwrap().into_inner() }
+    };
+    let verbose = status(true, "busybox").await;
+    let info: serde_json::Value = serde_json::from_str(&verbose.info["info"]).unwrap();
+    let chain = info["chainID"].as_str().unwrap_or_default();
+    assert!(chain.starts_with("sha256:") && chain.len() == 71, "{info}");
+    assert_eq!(info["imageSpec"]["os"], "linux");
+    assert_eq!(info["imageSpec"]["rootfs"]["diff_ids"][0], chain);
+    assert!(status(false, "busybox").await.info.is_empty());
+    assert!(
+        status(true, "alpine").await.info.is_empty(),
+        "no image, no info"
+    );
+}

@@ -784,8 +784,8 @@ async fn list_containers_items_match_their_status() {
 #[rstest]
 #[case::exec_sync("ExecSync")]
 #[case::exec("Exec")]
-#[case::container_stats("ContainerStats")]
-#[case::update_runtime_config("UpdateRuntimeConfig")]
+#[case::checkpoint_container("CheckpointContainer")]
+#[case::runtime_config("RuntimeConfig")]
 #[case::stream_containers("StreamContainers")]
 #[tokio::test]
 async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str) {
@@ -797,12 +797,12 @@ async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str
             .await
             .unwrap_err(),
         "Exec" => runtime.exec(v1::ExecRequest::default()).await.unwrap_err(),
-        "ContainerStats" => runtime
-            .container_stats(v1::ContainerStatsRequest::default())
+        "CheckpointContainer" => runtime
+            .checkpoint_container(v1::CheckpointContainerRequest::default())
             .await
             .unwrap_err(),
-        "UpdateRuntimeConfig" => runtime
-            .update_runtime_config(v1::UpdateRuntimeConfigRequest::default())
+        "RuntimeConfig" => runtime
+            .runtime_config(v1::RuntimeConfigRequest::default())
             .await
             .unwrap_err(),
         "StreamContainers" => runtime

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
 use super::faults::{cri_method, CRI_METHODS};
-use super::state::{container_name, sandbox_name, Container, Sandbox};
+use super::state::{container_name, sandbox_name};
 use super::{default_version, MockRuntime};
 
 /// Serves MockControl from a mock's shared state.
@@ -137,7 +137,7 @@ impl MockControl for MockControlService {
             .as_ref()
             .map(sandbox_name)
             .filter(|name| state.reserve_sandbox_name(name, &status.id).is_ok());
-        state.sandboxes.push(Sandbox { status, name });
+        state.insert_sandbox(status, name);
         ok()
     }
 
@@ -165,17 +165,13 @@ impl MockControl for MockControlService {
         }
         let sandbox_metadata = state
             .find_exact_sandbox(&request.pod_sandbox_id)
-            .and_then(|index| state.sandboxes[index].status.metadata.clone());
+            .and_then(|key| state.sandboxes[key].status.metadata.clone());
         let name = match (&status.metadata, &sandbox_metadata) {
             (Some(metadata), Some(sandbox)) => Some(container_name(metadata, sandbox)),
             _ => None,
         }
         .filter(|name| state.reserve_container_name(name, &status.id).is_ok());
-        state.containers.push(Container {
-            pod_sandbox_id: request.pod_sandbox_id,
-            status,
-            name,
-        });
+        state.insert_container(request.pod_sandbox_id, status, name, 0);
         ok()
     }
 }

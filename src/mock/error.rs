@@ -141,6 +141,49 @@ pub(crate) enum RpcError {
         /// The state's proto name, e.g. `CONTAINER_EXITED`.
         state: &'static str,
     },
+    /// ContainerStats or UpdateContainerResources of an unknown id, worded as containerd 1.6
+    /// words it there (without the id).
+    #[error("failed to find container: not found")]
+    NoSuchContainer {
+        /// The id as given.
+        id: String,
+    },
+    /// PodSandboxStats of an unknown id, worded as containerd 1.6 words it.
+    #[error("an error occurred when trying to find sandbox {id}: not found")]
+    NoSuchSandbox {
+        /// The id as given.
+        id: String,
+    },
+    /// PodSandboxStats of a sandbox that is not READY, worded as containerd 1.6 words it.
+    #[error(
+        "failed to decode pod sandbox metrics {given}: failed to get pod sandbox stats since \
+         sandbox container \"{id}\" is not in ready state: unavailable"
+    )]
+    SandboxNotReady {
+        /// The id as given.
+        given: String,
+        /// The full id.
+        id: String,
+    },
+    /// ContainerStats of a container with no running task: containerd's task service answers
+    /// no metrics for it.
+    #[error("unexpected metrics response: []")]
+    NoTaskMetrics {
+        /// The container id.
+        id: String,
+    },
+    /// ReopenContainerLog of a container that is not running.
+    #[error("container is not running")]
+    ContainerNotRunning {
+        /// The container id.
+        id: String,
+    },
+    /// UpdateRuntimeConfig with a pod CIDR that is no CIDR, worded as containerd 1.6 words it.
+    #[error("get routes: invalid CIDR address: {cidr}")]
+    InvalidPodCidr {
+        /// The offending CIDR, trimmed.
+        cidr: String,
+    },
     /// A call the mock does not model.
     #[error("cri-harness mock does not implement {service}/{method}")]
     Unimplemented {
@@ -196,13 +239,19 @@ impl From<RpcError> for tonic::Status {
             RpcError::SandboxNotFound { .. }
             | RpcError::ContainerNotFound { .. }
             | RpcError::SandboxNotRunning { .. }
-            | RpcError::ImageNotFound { .. } => Code::NotFound,
+            | RpcError::ImageNotFound { .. }
+            | RpcError::NoSuchContainer { .. }
+            | RpcError::NoSuchSandbox { .. } => Code::NotFound,
+            RpcError::SandboxNotReady { .. } => Code::Unavailable,
             // containerd answers these with untyped errors, which gRPC carries as Unknown.
             RpcError::AmbiguousId { .. }
             | RpcError::SandboxNameReserved { .. }
             | RpcError::ContainerNameReserved { .. }
             | RpcError::SandboxStopped { .. }
-            | RpcError::ContainerInState { .. } => Code::Unknown,
+            | RpcError::ContainerInState { .. }
+            | RpcError::NoTaskMetrics { .. }
+            | RpcError::ContainerNotRunning { .. }
+            | RpcError::InvalidPodCidr { .. } => Code::Unknown,
             RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
         };

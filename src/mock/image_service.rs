@@ -14,7 +14,8 @@ const IMAGE_SIZE: u64 = 4 * 1024 * 1024;
 /// Inodes every mock image is counted as using, for ImageFsInfo.
 const IMAGE_INODES: u64 = 256;
 /// Where containerd 1.6 keeps image layers by default; ImageFsInfo reports it.
-const IMAGE_FS_MOUNTPOINT: &str = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
+pub(crate) const IMAGE_FS_MOUNTPOINT: &str =
+    "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
 
 /// Serves ImageService from a mock's shared state.
 #[derive(Debug, Clone)]
@@ -172,10 +173,41 @@ fn image_status(
     let images = &inner.state.images;
     // An image the runtime lacks is not an error: the answer simply carries none.
     let image = find_image(images, &given).map(|index| images[index].clone());
-    Ok(v1::ImageStatusResponse {
-        image,
-        info: Default::default(),
+    let info = match &image {
+        Some(image) if request.verbose => [("info".to_owned(), verbose_info(image))].into(),
+        _ => Default::default(),
+    };
+    Ok(v1::ImageStatusResponse { image, info })
+}
+
+/// The OCI architecture name of the machine the mock runs on.
+fn oci_architecture() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
+}
+
+/// containerd's verbose image info: the image's chain id and OCI image config, here a
+/// one-layer image whose layer digests derive from its id.
+fn verbose_info(image: &v1::Image) -> String {
+    let layer = digest_of(&format!("layer {}", image.id));
+    serde_json::json!({
+        // A one-layer image's chain id is its layer's diff id.
+        "chainID": layer,
+        "imageSpec": {
+            "architecture": oci_architecture(),
+            "os": "linux",
+            "config": {
+                "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                "Cmd": ["sh"],
+            },
+            "rootfs": {"type": "layers", "diff_ids": [layer]},
+        },
     })
+    .to_string()
 }
 
 fn list_images(

@@ -11,9 +11,12 @@ mod dispatch;
 mod error;
 mod faults;
 mod image_service;
+mod index;
 mod runtime_service;
 mod server;
 mod state;
+mod stats;
+mod status_info;
 mod summary;
 
 pub use error::MockError;

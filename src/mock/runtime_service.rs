@@ -10,8 +10,9 @@ use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
 use super::image_service::find_image;
-use super::state::{container_name, labels_match, sandbox_name, Container, Sandbox};
-use super::{Inner, MockRuntime};
+use super::index::{Filter, Key};
+use super::state::{container_name, sandbox_name, selector};
+use super::{stats, status_info, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -64,7 +65,7 @@ fn status(_inner: &mut Inner, request: v1::StatusRequest) -> Result<v1::StatusRe
         message: String::new(),
     };
     let info = if request.verbose {
-        [("lastCNILoadStatus".to_owned(), "OK".to_owned())].into()
+        status_info::info()
     } else {
         Default::default()
     };
@@ -77,7 +78,8 @@ fn status(_inner: &mut Inner, request: v1::StatusRequest) -> Result<v1::StatusRe
     })
 }
 
-fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
+/// True for a sandbox in the node's network namespace.
+pub(crate) fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
     status
         .linux
         .as_ref()
@@ -147,10 +149,7 @@ fn run_pod_sandbox(
         annotations: config.annotations,
         runtime_handler: request.runtime_handler,
     };
-    inner.state.sandboxes.push(Sandbox {
-        status,
-        name: Some(name),
-    });
+    inner.state.insert_sandbox(status, Some(name));
     Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
 }
 
@@ -170,22 +169,25 @@ fn stop_process(status: &mut v1::ContainerStatus, now: i64, graceful: bool) {
 }
 
 /// Stops a sandbox: kills its containers and closes its network (the IP goes).
-fn stop_sandbox(inner: &mut Inner, index: usize) {
+fn stop_sandbox(inner: &mut Inner, key: Key) {
     let now = inner.clock.now();
     let state = &mut inner.state;
-    let sandbox = &mut state.sandboxes[index].status;
-    sandbox.state = SandboxNotready as i32;
-    if let Some(network) = &mut sandbox.network {
-        network.ip.clear();
-        network.additional_ips.clear();
-    }
-    let id = &sandbox.id;
-    for container in state
-        .containers
-        .iter_mut()
-        .filter(|c| &c.pod_sandbox_id == id)
-    {
-        stop_process(&mut container.status, now, false);
+    let Some(id) = state.sandboxes.update(key, |sandbox| {
+        let status = &mut sandbox.status;
+        status.state = SandboxNotready as i32;
+        if let Some(network) = &mut status.network {
+            network.ip.clear();
+            network.additional_ips.clear();
+        }
+        status.id.clone()
+    }) else {
+        return;
+    };
+    let members: Vec<Key> = state.containers.in_group(&id).map(|(key, _)| key).collect();
+    for member in members {
+        state
+            .containers
+            .update(member, |c| stop_process(&mut c.status, now, false));
     }
 }
 
@@ -193,8 +195,8 @@ fn stop_pod_sandbox(
     inner: &mut Inner,
     request: v1::StopPodSandboxRequest,
 ) -> Result<v1::StopPodSandboxResponse, RpcError> {
-    let index = inner.state.find_sandbox(&request.pod_sandbox_id)?;
-    stop_sandbox(inner, index);
+    let key = inner.state.find_sandbox(&request.pod_sandbox_id)?;
+    stop_sandbox(inner, key);
     Ok(v1::StopPodSandboxResponse {})
 }
 
@@ -203,9 +205,9 @@ fn remove_pod_sandbox(
     request: v1::RemovePodSandboxRequest,
 ) -> Result<v1::RemovePodSandboxResponse, RpcError> {
     match inner.state.find_sandbox(&request.pod_sandbox_id) {
-        Ok(index) => {
-            stop_sandbox(inner, index);
-            inner.state.remove_sandbox(index);
+        Ok(key) => {
+            stop_sandbox(inner, key);
+            inner.state.remove_sandbox(key);
         }
         // Removing what is already gone succeeds, as in containerd.
         Err(RpcError::SandboxNotFound { .. }) => {}
@@ -218,8 +220,8 @@ fn pod_sandbox_status(
     inner: &mut Inner,
     request: v1::PodSandboxStatusRequest,
 ) -> Result<v1::PodSandboxStatusResponse, RpcError> {
-    let index = inner.state.find_sandbox(&request.pod_sandbox_id)?;
-    let status = inner.state.sandboxes[index].status.clone();
+    let key = inner.state.find_sandbox(&request.pod_sandbox_id)?;
+    let status = inner.state.sandboxes[key].status.clone();
     let mut info = std::collections::BTreeMap::new();
     if request.verbose {
         // A small subset of containerd's verbose info, in its shape: the netns path sits in the
@@ -257,14 +259,16 @@ fn list_pod_sandbox(
 ) -> Result<v1::ListPodSandboxResponse, RpcError> {
     let filter = request.filter.unwrap_or_default();
     let state = &inner.state;
-    let id = (!filter.id.is_empty()).then(|| state.sandbox_filter_id(&filter.id));
+    let wanted = Filter {
+        id: (!filter.id.is_empty()).then(|| state.sandbox_filter_id(&filter.id)),
+        group: None,
+        state: filter.state.as_ref().map(|f| f.state),
+        labels: selector(&filter.label_selector),
+    };
     let items = state
         .sandboxes
-        .iter()
-        .map(|s| &s.status)
-        .filter(|s| id.as_ref().is_none_or(|id| &s.id == id))
-        .filter(|s| filter.state.as_ref().is_none_or(|f| f.state == s.state))
-        .filter(|s| labels_match(&filter.label_selector, &s.labels))
+        .select(wanted)
+        .map(|(_, s)| &s.status)
         .map(|s| v1::PodSandbox {
             id: s.id.clone(),
             metadata: s.metadata.clone(),
@@ -321,6 +325,11 @@ fn create_container(
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;
+    let memory_limit = config
+        .linux
+        .as_ref()
+        .and_then(|l| l.resources.as_ref())
+        .map_or(0, |r| r.memory_limit_in_bytes);
     let log_directory = request
         .sandbox_config
         .map(|c| c.log_directory)
@@ -352,11 +361,9 @@ fn create_container(
         stop_signal: config.stop_signal,
         ..Default::default()
     };
-    inner.state.containers.push(Container {
-        pod_sandbox_id,
-        status,
-        name: Some(name),
-    });
+    inner
+        .state
+        .insert_container(pod_sandbox_id, status, Some(name), memory_limit);
     Ok(v1::CreateContainerResponse { container_id: id })
 }
 
@@ -370,8 +377,8 @@ fn start_container(
 ) -> Result<v1::StartContainerResponse, RpcError> {
     let now = inner.clock.now();
     let state = &mut inner.state;
-    let index = state.find_container(&request.container_id)?;
-    let container = &state.containers[index];
+    let key = state.find_container(&request.container_id)?;
+    let container = &state.containers[key];
     if container.status.state != ContainerCreated as i32 {
         return Err(RpcError::ContainerInState {
             id: container.status.id.clone(),
@@ -390,9 +397,10 @@ fn start_container(
             sandbox: sandbox.id.clone(),
         });
     }
-    let status = &mut state.containers[index].status;
-    status.state = ContainerRunning as i32;
-    status.started_at = now;
+    state.containers.update(key, |c| {
+        c.status.state = ContainerRunning as i32;
+        c.status.started_at = now;
+    });
     Ok(v1::StartContainerResponse {})
 }
 
@@ -401,13 +409,11 @@ fn stop_container(
     request: v1::StopContainerRequest,
 ) -> Result<v1::StopContainerResponse, RpcError> {
     let now = inner.clock.now();
-    let index = inner.state.find_container(&request.container_id)?;
+    let key = inner.state.find_container(&request.container_id)?;
     // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
-    stop_process(
-        &mut inner.state.containers[index].status,
-        now,
-        request.timeout > 0,
-    );
+    inner.state.containers.update(key, |c| {
+        stop_process(&mut c.status, now, request.timeout > 0);
+    });
     Ok(v1::StopContainerResponse {})
 }
 
@@ -416,7 +422,10 @@ fn remove_container(
     request: v1::RemoveContainerRequest,
 ) -> Result<v1::RemoveContainerResponse, RpcError> {
     match inner.state.find_container(&request.container_id) {
-        Ok(index) => inner.state.remove_container(index),
+        Ok(key) => {
+            let now = inner.clock.now();
+            inner.state.remove_container(key, now);
+        }
         Err(RpcError::ContainerNotFound { .. }) => {}
         Err(err) => return Err(err),
     }
@@ -427,8 +436,8 @@ fn container_status(
     inner: &mut Inner,
     request: v1::ContainerStatusRequest,
 ) -> Result<v1::ContainerStatusResponse, RpcError> {
-    let index = inner.state.find_container(&request.container_id)?;
-    let container = &inner.state.containers[index];
+    let key = inner.state.find_container(&request.container_id)?;
+    let container = &inner.state.containers[key];
     let mut info = std::collections::BTreeMap::new();
     if request.verbose {
         let verbose = serde_json::json!({ "sandboxID": container.pod_sandbox_id });
@@ -446,21 +455,17 @@ fn list_containers(
 ) -> Result<v1::ListContainersResponse, RpcError> {
     let filter = request.filter.unwrap_or_default();
     let state = &inner.state;
-    let id = (!filter.id.is_empty()).then(|| state.container_filter_id(&filter.id));
-    let sandbox = (!filter.pod_sandbox_id.is_empty())
-        .then(|| state.container_sandbox_filter_id(&filter.pod_sandbox_id));
+    let wanted = Filter {
+        id: (!filter.id.is_empty()).then(|| state.container_filter_id(&filter.id)),
+        group: (!filter.pod_sandbox_id.is_empty())
+            .then(|| state.container_sandbox_filter_id(&filter.pod_sandbox_id)),
+        state: filter.state.as_ref().map(|f| f.state),
+        labels: selector(&filter.label_selector),
+    };
     let containers = state
         .containers
-        .iter()
-        .filter(|c| id.as_ref().is_none_or(|id| &c.status.id == id))
-        .filter(|c| sandbox.as_ref().is_none_or(|id| &c.pod_sandbox_id == id))
-        .filter(|c| {
-            filter
-                .state
-                .as_ref()
-                .is_none_or(|f| f.state == c.status.state)
-        })
-        .filter(|c| labels_match(&filter.label_selector, &c.status.labels))
+        .select(wanted)
+        .map(|(_, c)| c)
         .map(|c| v1::Container {
             id: c.status.id.clone(),
             pod_sandbox_id: c.pod_sandbox_id.clone(),
@@ -475,6 +480,72 @@ fn list_containers(
         })
         .collect();
     Ok(v1::ListContainersResponse { containers })
+}
+
+fn update_container_resources(
+    inner: &mut Inner,
+    request: v1::UpdateContainerResourcesRequest,
+) -> Result<v1::UpdateContainerResourcesResponse, RpcError> {
+    let key = inner.state.find_container_tersely(&request.container_id)?;
+    // containerd updates the spec in any state (a created container starts with the new
+    // limits, an exited one keeps them unused); the mock keeps the memory limit its stats use.
+    if let Some(resources) = request.linux {
+        inner.state.containers.update(key, |c| {
+            c.memory_limit = resources.memory_limit_in_bytes;
+        });
+    }
+    Ok(v1::UpdateContainerResourcesResponse {})
+}
+
+fn reopen_container_log(
+    inner: &mut Inner,
+    request: v1::ReopenContainerLogRequest,
+) -> Result<v1::ReopenContainerLogResponse, RpcError> {
+    let key = inner.state.find_container(&request.container_id)?;
+    if inner.state.containers[key].status.state != ContainerRunning as i32 {
+        return Err(RpcError::ContainerNotRunning {
+            id: inner.state.containers[key].status.id.clone(),
+        });
+    }
+    // The mock writes no log, so there is nothing to reopen.
+    Ok(v1::ReopenContainerLogResponse {})
+}
+
+/// True for an IPv4 or IPv6 CIDR such as `10.244.0.0/24`, as Go's `net.ParseCIDR` accepts.
+fn is_cidr(cidr: &str) -> bool {
+    let Some((address, bits)) = cidr.split_once('/') else {
+        return false;
+    };
+    let max = match address.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => 32,
+        Ok(std::net::IpAddr::V6(_)) => 128,
+        Err(_) => return false,
+    };
+    !bits.is_empty()
+        && bits.len() <= 3
+        && bits.bytes().all(|b| b.is_ascii_digit())
+        && bits.parse::<u32>().is_ok_and(|bits| bits <= max)
+}
+
+fn update_runtime_config(
+    _inner: &mut Inner,
+    request: v1::UpdateRuntimeConfigRequest,
+) -> Result<v1::UpdateRuntimeConfigResponse, RpcError> {
+    let pod_cidr = request
+        .runtime_config
+        .and_then(|c| c.network_config)
+        .map(|n| n.pod_cidr)
+        .unwrap_or_default();
+    // containerd checks the kubelet's pod CIDRs, then, with no CNI config template set (its
+    // default), leaves the network config to whoever drops it in the conf dir.
+    if !pod_cidr.is_empty() {
+        if let Some(bad) = pod_cidr.split(',').map(str::trim).find(|c| !is_cidr(c)) {
+            return Err(RpcError::InvalidPodCidr {
+                cidr: bad.to_owned(),
+            });
+        }
+    }
+    Ok(v1::UpdateRuntimeConfigResponse {})
 }
 
 #[tonic::async_trait]
@@ -607,14 +678,22 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::UpdateContainerResourcesRequest>,
     ) -> Result<Response<v1::UpdateContainerResourcesResponse>, Status> {
-        self.unmodelled("UpdateContainerResources", request).await
+        self.0
+            .dispatch(
+                "UpdateContainerResources",
+                request,
+                update_container_resources,
+            )
+            .await
     }
 
     async fn reopen_container_log(
         &self,
         request: Request<v1::ReopenContainerLogRequest>,
     ) -> Result<Response<v1::ReopenContainerLogResponse>, Status> {
-        self.unmodelled("ReopenContainerLog", request).await
+        self.0
+            .dispatch("ReopenContainerLog", request, reopen_container_log)
+            .await
     }
 
     async fn exec_sync(
@@ -649,14 +728,18 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::ContainerStatsRequest>,
     ) -> Result<Response<v1::ContainerStatsResponse>, Status> {
-        self.unmodelled("ContainerStats", request).await
+        self.0
+            .dispatch("ContainerStats", request, stats::container_stats_rpc)
+            .await
     }
 
     async fn list_container_stats(
         &self,
         request: Request<v1::ListContainerStatsRequest>,
     ) -> Result<Response<v1::ListContainerStatsResponse>, Status> {
-        self.unmodelled("ListContainerStats", request).await
+        self.0
+            .dispatch("ListContainerStats", request, stats::list_container_stats)
+            .await
     }
 
     type StreamContainerStatsStream = Streaming<v1::StreamContainerStatsResponse>;
@@ -672,14 +755,22 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::PodSandboxStatsRequest>,
     ) -> Result<Response<v1::PodSandboxStatsResponse>, Status> {
-        self.unmodelled("PodSandboxStats", request).await
+        self.0
+            .dispatch("PodSandboxStats", request, stats::pod_sandbox_stats)
+            .await
     }
 
     async fn list_pod_sandbox_stats(
         &self,
         request: Request<v1::ListPodSandboxStatsRequest>,
     ) -> Result<Response<v1::ListPodSandboxStatsResponse>, Status> {
-        self.unmodelled("ListPodSandboxStats", request).await
+        self.0
+            .dispatch(
+                "ListPodSandboxStats",
+                request,
+                stats::list_pod_sandbox_stats,
+            )
+            .await
     }
 
     type StreamPodSandboxStatsStream = Streaming<v1::StreamPodSandboxStatsResponse>;
@@ -695,7 +786,9 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::UpdateRuntimeConfigRequest>,
     ) -> Result<Response<v1::UpdateRuntimeConfigResponse>, Status> {
-        self.unmodelled("UpdateRuntimeConfig", request).await
+        self.0
+            .dispatch("UpdateRuntimeConfig", request, update_runtime_config)
+            .await
     }
 
     async fn status(

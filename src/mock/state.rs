@@ -1,12 +1,14 @@
 //! The mock's object model: pod sandboxes and containers kept as the CRI statuses it answers
 //! with, pulled images, the names they reserve, and the counters that mint ids and pod IPs.
-//! Objects are kept in insertion order, which is the order lists answer in (oldest first).
+//! Objects are kept in insertion order, which is the order lists answer in (oldest first), in
+//! tables indexed by id, state, label and sandbox (see `index`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use sha2::{Digest, Sha256};
 
 use super::error::RpcError;
+use super::index::{prefixed, Indexed, Key, Lookup, Table};
 use crate::cri::v1;
 
 /// A pod sandbox as the mock holds it.
@@ -16,6 +18,9 @@ pub(crate) struct Sandbox {
     pub(crate) status: v1::PodSandboxStatus,
     /// The name this sandbox reserves, if it holds one (seeded ones may not).
     pub(crate) name: Option<String>,
+    /// CPU time of its containers already removed, in nanoseconds, so the pod's CPU usage
+    /// never goes down when one goes (a pod cgroup keeps counting what its children used).
+    pub(crate) retired_cpu_nanos: u64,
 }
 
 /// A container as the mock holds it.
@@ -27,15 +32,47 @@ pub(crate) struct Container {
     pub(crate) status: v1::ContainerStatus,
     /// The name this container reserves, if it holds one.
     pub(crate) name: Option<String>,
+    /// Its memory limit in bytes (0: unlimited), from its config or UpdateContainerResources.
+    pub(crate) memory_limit: i64,
+}
+
+impl Indexed for Sandbox {
+    fn id(&self) -> &str {
+        &self.status.id
+    }
+    fn state(&self) -> i32 {
+        self.status.state
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.status.labels
+    }
+    fn group(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Indexed for Container {
+    fn id(&self) -> &str {
+        &self.status.id
+    }
+    fn state(&self) -> i32 {
+        self.status.state
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.status.labels
+    }
+    fn group(&self) -> Option<&str> {
+        Some(&self.pod_sandbox_id)
+    }
 }
 
 /// All objects of one mock instance.
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    /// Sandboxes, oldest first.
-    pub(crate) sandboxes: Vec<Sandbox>,
-    /// Containers, oldest first.
-    pub(crate) containers: Vec<Container>,
+    /// Sandboxes, oldest first. Add and remove them through `State` so names stay reserved.
+    pub(crate) sandboxes: Table<Sandbox>,
+    /// Containers, oldest first, grouped by sandbox id.
+    pub(crate) containers: Table<Container>,
     /// Pulled images, in pull order.
     pub(crate) images: Vec<v1::Image>,
     /// Reserved sandbox name -> holder id.
@@ -45,33 +82,6 @@ pub(crate) struct State {
     sandboxes_minted: u64,
     containers_minted: u64,
     ips_minted: u32,
-}
-
-/// The outcome of looking an id up among several ids.
-#[derive(Debug, PartialEq, Eq)]
-enum Lookup {
-    /// The id, or the one id it prefixes, at this index.
-    Found(usize),
-    /// Nothing matches.
-    Missing,
-    /// The prefix matches more than one id.
-    Ambiguous,
-}
-
-/// Finds `given` among `ids`: an exact match wins, else a prefix matching exactly one id.
-fn lookup<'a>(ids: impl Iterator<Item = &'a str> + Clone, given: &str) -> Lookup {
-    if given.is_empty() {
-        return Lookup::Missing;
-    }
-    if let Some(index) = ids.clone().position(|id| id == given) {
-        return Lookup::Found(index);
-    }
-    let mut matches = ids.enumerate().filter(|(_, id)| id.starts_with(given));
-    match (matches.next(), matches.next()) {
-        (Some((index, _)), None) => Lookup::Found(index),
-        (None, _) => Lookup::Missing,
-        (Some(_), Some(_)) => Lookup::Ambiguous,
-    }
 }
 
 /// 64 hex characters, stable for a given seed.
@@ -98,19 +108,16 @@ pub(crate) fn container_name(
     )
 }
 
-/// True when every pair of `selector` is among `labels`.
-pub(crate) fn labels_match(
-    selector: &BTreeMap<String, String>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+/// A list filter's label selector, or none when it selects everything.
+pub(crate) fn selector(labels: &BTreeMap<String, String>) -> Option<&BTreeMap<String, String>> {
+    (!labels.is_empty()).then_some(labels)
 }
 
 impl State {
-    /// The index of the sandbox `id` names (full id or unique prefix).
-    pub(crate) fn find_sandbox(&self, id: &str) -> Result<usize, RpcError> {
-        match lookup(self.sandboxes.iter().map(|s| s.status.id.as_str()), id) {
-            Lookup::Found(index) => Ok(index),
+    /// The sandbox `id` names (full id or unique prefix).
+    pub(crate) fn find_sandbox(&self, id: &str) -> Result<Key, RpcError> {
+        match self.sandboxes.lookup(id) {
+            Lookup::Found(key) => Ok(key),
             Lookup::Missing => Err(RpcError::SandboxNotFound { id: id.to_owned() }),
             Lookup::Ambiguous => Err(RpcError::AmbiguousId {
                 kind: "sandbox",
@@ -119,10 +126,10 @@ impl State {
         }
     }
 
-    /// The index of the container `id` names (full id or unique prefix).
-    pub(crate) fn find_container(&self, id: &str) -> Result<usize, RpcError> {
-        match lookup(self.containers.iter().map(|c| c.status.id.as_str()), id) {
-            Lookup::Found(index) => Ok(index),
+    /// The container `id` names (full id or unique prefix).
+    pub(crate) fn find_container(&self, id: &str) -> Result<Key, RpcError> {
+        match self.containers.lookup(id) {
+            Lookup::Found(key) => Ok(key),
             Lookup::Missing => Err(RpcError::ContainerNotFound { id: id.to_owned() }),
             Lookup::Ambiguous => Err(RpcError::AmbiguousId {
                 kind: "container",
@@ -131,44 +138,58 @@ impl State {
         }
     }
 
+    /// The container `id` names, refused as containerd's ContainerStats and
+    /// UpdateContainerResources refuse an unknown one (without naming it).
+    pub(crate) fn find_container_tersely(&self, id: &str) -> Result<Key, RpcError> {
+        self.find_container(id).map_err(|err| match err {
+            RpcError::ContainerNotFound { id } => RpcError::NoSuchContainer { id },
+            other => other,
+        })
+    }
+
     /// The full sandbox id a list filter's id means: the id it uniquely prefixes, else the
     /// filter as given (which then only matches exactly), as containerd filters.
-    pub(crate) fn sandbox_filter_id(&self, given: &str) -> String {
-        match lookup(self.sandboxes.iter().map(|s| s.status.id.as_str()), given) {
-            Lookup::Found(index) => self.sandboxes[index].status.id.clone(),
-            Lookup::Missing | Lookup::Ambiguous => given.to_owned(),
+    pub(crate) fn sandbox_filter_id<'a>(&'a self, given: &'a str) -> &'a str {
+        match self.sandboxes.lookup(given) {
+            Lookup::Found(key) => &self.sandboxes[key].status.id,
+            Lookup::Missing | Lookup::Ambiguous => given,
         }
     }
 
     /// The full container id a list filter's id means (see `sandbox_filter_id`).
-    pub(crate) fn container_filter_id(&self, given: &str) -> String {
-        match lookup(self.containers.iter().map(|c| c.status.id.as_str()), given) {
-            Lookup::Found(index) => self.containers[index].status.id.clone(),
-            Lookup::Missing | Lookup::Ambiguous => given.to_owned(),
+    pub(crate) fn container_filter_id<'a>(&'a self, given: &'a str) -> &'a str {
+        match self.containers.lookup(given) {
+            Lookup::Found(key) => &self.containers[key].status.id,
+            Lookup::Missing | Lookup::Ambiguous => given,
         }
     }
 
     /// The full sandbox id a container filter's pod_sandbox_id means; seeded containers may
     /// name sandboxes that do not exist, so their ids count as known too.
-    pub(crate) fn container_sandbox_filter_id(&self, given: &str) -> String {
-        // An exact id (what the kubelet sends) needs no prefix resolution; skipping the
-        // collect-and-sort of every id keeps GetPodStatus fast with thousands of pods.
-        if self.find_exact_sandbox(given).is_some()
-            || self.containers.iter().any(|c| c.pod_sandbox_id == given)
+    pub(crate) fn container_sandbox_filter_id<'a>(&'a self, given: &'a str) -> &'a str {
+        let groups = self.containers.groups();
+        if given.is_empty()
+            || self.sandboxes.find_exact(given).is_some()
+            || groups.contains_key(given)
         {
-            return given.to_owned();
+            return given;
         }
-        let mut known: Vec<&str> = self
-            .sandboxes
-            .iter()
-            .map(|s| s.status.id.as_str())
-            .chain(self.containers.iter().map(|c| c.pod_sandbox_id.as_str()))
+        // The known ids are the union of both: two distinct prefixed ids make it ambiguous.
+        let mut known: Vec<&str> = prefixed(groups, given)
+            .map(|(id, _)| id)
+            .take(2)
+            .chain(
+                self.sandboxes
+                    .iter_prefixed(given)
+                    .map(|(_, s)| s.status.id.as_str())
+                    .take(2),
+            )
             .collect();
         known.sort_unstable();
         known.dedup();
-        match lookup(known.iter().copied(), given) {
-            Lookup::Found(index) => known[index].to_owned(),
-            Lookup::Missing | Lookup::Ambiguous => given.to_owned(),
+        match known.as_slice() {
+            [only] => only,
+            _ => given,
         }
     }
 
@@ -177,7 +198,7 @@ impl State {
         loop {
             let id = hex_id(&format!("sandbox-{}", self.sandboxes_minted));
             self.sandboxes_minted += 1;
-            if self.find_exact_sandbox(&id).is_none() {
+            if self.sandboxes.find_exact(&id).is_none() {
                 return id;
             }
         }
@@ -188,7 +209,7 @@ impl State {
         loop {
             let id = hex_id(&format!("container-{}", self.containers_minted));
             self.containers_minted += 1;
-            if self.find_exact_container(&id).is_none() {
+            if self.containers.find_exact(&id).is_none() {
                 return id;
             }
         }
@@ -204,13 +225,13 @@ impl State {
     }
 
     /// The sandbox with exactly this id.
-    pub(crate) fn find_exact_sandbox(&self, id: &str) -> Option<usize> {
-        self.sandboxes.iter().position(|s| s.status.id == id)
+    pub(crate) fn find_exact_sandbox(&self, id: &str) -> Option<Key> {
+        self.sandboxes.find_exact(id)
     }
 
     /// The container with exactly this id.
-    pub(crate) fn find_exact_container(&self, id: &str) -> Option<usize> {
-        self.containers.iter().position(|c| c.status.id == id)
+    pub(crate) fn find_exact_container(&self, id: &str) -> Option<Key> {
+        self.containers.find_exact(id)
     }
 
     /// Reserves a sandbox name for `id`, failing while another sandbox holds it.
@@ -241,51 +262,77 @@ impl State {
         }
     }
 
-    /// Removes the sandbox at `index` with its containers, freeing their names.
-    pub(crate) fn remove_sandbox(&mut self, index: usize) {
-        let sandbox = self.sandboxes.remove(index);
+    /// Adds a sandbox holding `name` (already reserved, if any) as the newest one.
+    pub(crate) fn insert_sandbox(
+        &mut self,
+        status: v1::PodSandboxStatus,
+        name: Option<String>,
+    ) -> Key {
+        self.sandboxes.insert(Sandbox {
+            status,
+            name,
+            retired_cpu_nanos: 0,
+        })
+    }
+
+    /// Adds a container of `pod_sandbox_id` holding `name` (already reserved, if any).
+    pub(crate) fn insert_container(
+        &mut self,
+        pod_sandbox_id: String,
+        status: v1::ContainerStatus,
+        name: Option<String>,
+        memory_limit: i64,
+    ) -> Key {
+        self.containers.insert(Container {
+            pod_sandbox_id,
+            status,
+            name,
+            memory_limit,
+        })
+    }
+
+    /// Removes the sandbox at `key` with its containers, freeing their names.
+    pub(crate) fn remove_sandbox(&mut self, key: Key) {
+        let Some(sandbox) = self.sandboxes.remove(key) else {
+            return;
+        };
         if let Some(name) = &sandbox.name {
             self.sandbox_names.remove(name);
         }
-        let (gone, kept): (Vec<Container>, Vec<Container>) = std::mem::take(&mut self.containers)
-            .into_iter()
-            .partition(|c| c.pod_sandbox_id == sandbox.status.id);
-        self.containers = kept;
-        for container in gone {
-            if let Some(name) = &container.name {
-                self.container_names.remove(name);
+        let gone: Vec<Key> = self
+            .containers
+            .in_group(&sandbox.status.id)
+            .map(|(key, _)| key)
+            .collect();
+        for key in gone {
+            if let Some(container) = self.containers.remove(key) {
+                if let Some(name) = &container.name {
+                    self.container_names.remove(name);
+                }
             }
         }
     }
 
-    /// Removes the container at `index`, freeing its name.
-    pub(crate) fn remove_container(&mut self, index: usize) {
-        let container = self.containers.remove(index);
+    /// Removes the container at `key`, freeing its name; its sandbox keeps its CPU time.
+    pub(crate) fn remove_container(&mut self, key: Key, now: i64) {
+        let Some(container) = self.containers.remove(key) else {
+            return;
+        };
         if let Some(name) = &container.name {
             self.container_names.remove(name);
+        }
+        if let Some(sandbox) = self.sandboxes.find_exact(&container.pod_sandbox_id) {
+            let used = super::stats::cpu_nanos(&container, now);
+            self.sandboxes.update(sandbox, |s| {
+                s.retired_cpu_nanos = s.retired_cpu_nanos.saturating_add(used);
+            });
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use rstest::rstest;
-
     use super::*;
-
-    #[rstest]
-    #[case::exact_wins_over_prefix(&["ab", "abc"], "ab", Lookup::Found(0))]
-    #[case::unique_prefix(&["abc", "def"], "d", Lookup::Found(1))]
-    #[case::shared_prefix(&["abc", "abd"], "ab", Lookup::Ambiguous)]
-    #[case::no_match(&["abc"], "x", Lookup::Missing)]
-    #[case::empty_is_no_id(&["abc"], "", Lookup::Missing)]
-    fn ids_resolve_exactly_or_by_unique_prefix(
-        #[case] ids: &[&str],
-        #[case] given: &str,
-        #[case] expected: Lookup,
-    ) {
-        assert_eq!(lookup(ids.iter().copied(), given), expected);
-    }
 
     #[test]
     fn minted_ids_are_64_hex_and_distinct() {
@@ -313,17 +360,5 @@ mod tests {
             ("10.88.0.2", "10.88.0.255")
         );
         assert_eq!(state.mint_pod_ip(), "10.88.1.0");
-    }
-
-    #[test]
-    fn a_label_selector_needs_every_pair() {
-        let labels: BTreeMap<String, String> =
-            [("a".into(), "1".into()), ("b".into(), "2".into())].into();
-        let partial: BTreeMap<String, String> = [("a".into(), "1".into())].into();
-        let wrong: BTreeMap<String, String> =
-            [("a".into(), "1".into()), ("b".into(), "3".into())].into();
-        assert!(labels_match(&partial, &labels));
-        assert!(labels_match(&BTreeMap::new(), &labels));
-        assert!(!labels_match(&wrong, &labels));
     }
 }

@@ -36,9 +36,7 @@ summarise! {
 }
 
 summarise! {
-    ListContainerStatsRequest;
     StreamContainerStatsRequest;
-    ListPodSandboxStatsRequest;
     StreamPodSandboxStatsRequest;
     UpdateRuntimeConfigRequest;
     GetEventsRequest;
@@ -53,6 +51,34 @@ impl RequestSummary for v1::StreamPodSandboxesRequest {
     fn summary(&self) -> String {
         v1::ListPodSandboxRequest {
             filter: self.filter.clone(),
+        }
+        .summary()
+    }
+}
+
+// The stats lists filter by a subset of their twins' fields; summarise them alike too.
+impl RequestSummary for v1::ListContainerStatsRequest {
+    fn summary(&self) -> String {
+        v1::ListContainersRequest {
+            filter: self.filter.as_ref().map(|f| v1::ContainerFilter {
+                id: f.id.clone(),
+                pod_sandbox_id: f.pod_sandbox_id.clone(),
+                label_selector: f.label_selector.clone(),
+                ..Default::default()
+            }),
+        }
+        .summary()
+    }
+}
+
+impl RequestSummary for v1::ListPodSandboxStatsRequest {
+    fn summary(&self) -> String {
+        v1::ListPodSandboxRequest {
+            filter: self.filter.as_ref().map(|f| v1::PodSandboxFilter {
+                id: f.id.clone(),
+                label_selector: f.label_selector.clone(),
+                ..Default::default()
+            }),
         }
         .summary()
     }
@@ -109,5 +135,26 @@ mod tests {
             filter: Some(filter),
         };
         assert_eq!(stream.summary(), list.summary());
+    }
+
+    #[test]
+    fn stats_lists_summarise_their_filters_like_the_lists() {
+        let stats = v1::ListContainerStatsRequest {
+            filter: Some(v1::ContainerStatsFilter {
+                pod_sandbox_id: "abc".into(),
+                ..Default::default()
+            }),
+        };
+        let list = v1::ListContainersRequest {
+            filter: Some(v1::ContainerFilter {
+                pod_sandbox_id: "abc".into(),
+                ..Default::default()
+            }),
+        };
+        assert_eq!(stats.summary(), list.summary());
+        assert_eq!(
+            v1::ListPodSandboxStatsRequest { filter: None }.summary(),
+            "filter=none"
+        );
     }
 }
