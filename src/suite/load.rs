@@ -448,6 +448,11 @@ fn check_step<'a>(step: &'a Step, marked: bool, aliases: &mut Aliases<'a>) -> Re
             }
         }
         Step::GetNetns(g) => aliases.sandbox(&g.sandbox)?,
+        Step::MockInjectError(i) => {
+            if let Some(alias) = &i.target {
+                aliases.either(alias)?;
+            }
+        }
         Step::GetPodContainerId(g) => {
             pod(&g.pod)?;
             if let Some(alias) = &g.expect.of {
@@ -457,7 +462,6 @@ fn check_step<'a>(step: &'a Step, marked: bool, aliases: &mut Aliases<'a>) -> Re
         Step::PullImage(_)
         | Step::SleepMs(_)
         | Step::MockSetVersion(_)
-        | Step::MockInjectError(_)
         | Step::MockSetClock(_)
         | Step::MockAdvanceClock(_)
         | Step::NewManager(_)

@@ -41,7 +41,8 @@ pub enum Step {
     // ----- mock only: need `needs: [mock_control]` -----
     /// Replaces the mock's Version answer.
     MockSetVersion(MockSetVersion),
-    /// Makes the next calls of one CRI method fail.
+    /// Makes calls of one CRI method fail: the next ones, or those naming one sandbox or
+    /// container, from the nth on.
     MockInjectError(MockInjectError),
     /// Freezes the mock's clock at an instant.
     MockSetClock(MockSetClock),
@@ -287,6 +288,13 @@ pub struct MockInjectError {
     /// How many calls fail.
     #[serde(default = "one")]
     pub count: u32,
+    /// Alias of the sandbox or container whose calls fail (its id must be what the call
+    /// names); every call of the method when absent. Concurrent calls cannot race for it.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The first call that fails is the nth matching one (1, the default: the next).
+    #[serde(default = "one")]
+    pub nth: u32,
 }
 
 fn one() -> u32 {

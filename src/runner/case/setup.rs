@@ -154,11 +154,17 @@ impl CaseRun<'_> {
                 control.set_version(request).await.map_err(failed)?;
             }
             Step::MockInjectError(i) => {
+                let target_id = match &i.target {
+                    Some(alias) => self.alias_id(alias)?,
+                    None => String::new(),
+                };
                 let request = control_api::InjectErrorRequest {
                     method: i.method.clone(),
                     code: i.code.0 as i32,
                     message: i.message.clone(),
                     count: i.count,
+                    target_id,
+                    nth: i.nth,
                 };
                 control.inject_error(request).await.map_err(failed)?;
             }
@@ -214,6 +220,13 @@ impl CaseRun<'_> {
             _ => return Err(StepError::new("not a mock control step")),
         }
         Ok(())
+    }
+
+    /// The id of the sandbox or container an alias names (aliases are unique across both).
+    fn alias_id(&self, alias: &str) -> Result<String, StepError> {
+        self.container_id(alias)
+            .or_else(|_| self.sandbox(alias).map(|s| s.id.clone()))
+            .map_err(|_| StepError::new(format!("no sandbox or container `{alias}`")))
     }
 
     pub(super) fn seeded_sandbox(&self, s: &step::MockSeedSandbox) -> v1::PodSandboxStatus {
