@@ -85,6 +85,7 @@ impl Rig {
             code: code as i32,
             message: format!("injected {method} failure"),
             count,
+            ..Default::default()
         };
         self.control.inject_error(request).await.unwrap();
     }

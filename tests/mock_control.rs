@@ -25,6 +25,7 @@ async fn inject_error(control: &mut Control, method: &str, code: Code, count: u3
             code: code as i32,
             message: format!("injected {code:?}"),
             count,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -153,6 +154,7 @@ async fn inject_error_refuses_what_it_cannot_inject(
             code,
             message: String::new(),
             count: 1,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -168,6 +170,7 @@ async fn inject_latency_refuses_an_unknown_method() {
             method: "Nope".into(),
             delay_ms: 10,
             count: 1,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -184,6 +187,7 @@ async fn injected_latency_holds_exactly_the_next_count_calls() {
             method: "Version".into(),
             delay_ms: 3_600_000,
             count: 2,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -216,6 +220,202 @@ async fn injected_latency_holds_exactly_the_next_count_calls() {
         .map(|r| r.method)
         .collect();
     assert_eq!(methods, ["Version", "Version", "Version", "Status"]);
+}
+
+/// An Internal error on `count` calls of `method` naming `target`, from the `nth` on.
+fn aimed_error(method: &str, target: &str, nth: u32, count: u32) -> InjectErrorRequest {
+    InjectErrorRequest {
+        method: method.into(),
+        code: Code::Internal as i32,
+        message: format!("injected on {target}"),
+        count,
+        target_id: target.into(),
+        nth,
+    }
+}
+
+/// The code each call answered with (OK included).
+fn code<T>(outcome: Result<T, cri_harness::cri::CallError>) -> Code {
+    outcome.map(|_| Code::Ok).unwrap_or_else(|e| e.code)
+}
+
+/// A sandbox with three started containers; their ids in creation order.
+async fn three_running_containers(client: &CriClient) -> Vec<String> {
+    let sandbox = run_sandbox(client, "web").await;
+    let mut ids = Vec::new();
+    for name in ["first", "second", "third"] {
+        let id = create_container(client, &sandbox, "web", name).await;
+        client.start_container(&id).await.unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_stops_fail_only_the_container_the_error_names() {
+    let (_mock, client, mut control) = mock().await;
+    let ids = three_running_containers(&client).await;
+    // Stopping an exited container answers OK, so every round can stop all three again; the
+    // calls are issued in a different order each round and race on the server's two threads.
+    for round in 0..12 {
+        control
+            .inject_error(aimed_error("StopContainer", &ids[1], 0, 1))
+            .await
+            .unwrap();
+        let mut order: Vec<usize> = vec![0, 1, 2];
+        order.rotate_left(round % 3);
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        let calls: Vec<_> = order
+            .iter()
+            .map(|&index| {
+                let (client, id) = (client.clone(), ids[index].clone());
+                tokio::spawn(async move { (index, code(client.stop_container(&id, 0).await)) })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for call in calls {
+            outcomes.push(call.await.unwrap());
+        }
+        outcomes.sort_unstable_by_key(|(index, _)| *index);
+        assert_eq!(
+            outcomes,
+            [(0, Code::Ok), (1, Code::Internal), (2, Code::Ok)],
+            "round {round}, issued in order {order:?}"
+        );
+    }
+    let failed: Vec<String> = call_log(&mut control, false)
+        .await
+        .into_iter()
+        .filter(|r| r.method == "StopContainer" && r.code != 0)
+        .map(|r| r.request)
+        .collect();
+    assert_eq!(failed, vec![format!("id={} timeout=0", ids[1]); 12]);
+}
+
+#[tokio::test]
+async fn the_nth_call_naming_the_target_fails_and_other_targets_do_not_count() {
+    let (_mock, client, mut control) = mock().await;
+    let ids = three_running_containers(&client).await;
+    let (a, b) = (&ids[0], &ids[1]);
+    control
+        .inject_error(aimed_error("ContainerStatus", b, 2, 2))
+        .await
+        .unwrap();
+    let mut codes = Vec::new();
+    for id in [b, a, a, b, a, b, b] {
+        codes.push(code(client.container_status(id).await));
+    }
+    use Code::{Internal, Ok};
+    assert_eq!(codes, [Ok, Ok, Ok, Internal, Ok, Internal, Ok]);
+}
+
+#[tokio::test]
+async fn a_call_naming_a_prefix_of_the_target_id_is_not_hit() {
+    let (_mock, client, mut control) = mock().await;
+    let ids = three_running_containers(&client).await;
+    control
+        .inject_error(aimed_error("StopContainer", &ids[1], 0, 1))
+        .await
+        .unwrap();
+    // The mock resolves the prefix to the same container, but the fault names the full id.
+    let prefix = &ids[1][..12];
+    let codes = [
+        code(client.stop_container(prefix, 0).await),
+        code(client.stop_container(&ids[1], 0).await),
+    ];
+    assert_eq!(codes, [Code::Ok, Code::Internal]);
+}
+
+#[tokio::test]
+async fn an_image_fault_names_the_reference_exactly_as_the_call_sends_it() {
+    let (_mock, client, mut control) = mock().await;
+    client.pull_image("busybox").await.unwrap();
+    control
+        .inject_error(aimed_error("ImageStatus", "busybox", 0, 1))
+        .await
+        .unwrap();
+    let codes = [
+        code(
+            client
+                .image_status("docker.io/library/busybox:latest")
+                .await,
+        ),
+        code(client.image_status("busybox").await),
+        code(client.image_status("busybox").await),
+    ];
+    assert_eq!(codes, [Code::Ok, Code::Internal, Code::Ok]);
+}
+
+#[tokio::test]
+async fn a_sandbox_fault_hits_calls_naming_that_sandbox_only() {
+    let (_mock, client, mut control) = mock().await;
+    let (a, b) = (
+        run_sandbox(&client, "a").await,
+        run_sandbox(&client, "b").await,
+    );
+    control
+        .inject_error(aimed_error("StopPodSandbox", &b, 0, 1))
+        .await
+        .unwrap();
+    let codes = [
+        code(client.stop_pod_sandbox(&a).await),
+        code(client.stop_pod_sandbox(&b).await),
+    ];
+    assert_eq!(codes, [Code::Ok, Code::Internal]);
+}
+
+#[tokio::test]
+async fn targeted_latency_holds_only_the_nth_call_naming_its_target() {
+    let (_mock, client, mut control) = mock().await;
+    let ids = three_running_containers(&client).await;
+    let (a, b) = (&ids[0], &ids[1]);
+    // An hour against a short deadline: the delayed call can only time out.
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "ContainerStatus".into(),
+            delay_ms: 3_600_000,
+            count: 1,
+            target_id: b.clone(),
+            nth: 2,
+        })
+        .await
+        .unwrap();
+    let hasty = client.with_timeout(Duration::from_millis(300));
+    let mut codes = Vec::new();
+    for id in [b, a, a, b, b] {
+        codes.push(code(hasty.container_status(id).await));
+    }
+    use Code::{DeadlineExceeded, Ok};
+    assert_eq!(codes, [Ok, Ok, Ok, DeadlineExceeded, Ok]);
+}
+
+#[tokio::test]
+async fn a_target_is_refused_for_methods_whose_requests_name_none() {
+    let (_mock, _client, mut control) = mock().await;
+    let error = control
+        .inject_error(aimed_error("ListContainers", "abc", 0, 1))
+        .await
+        .unwrap_err();
+    let latency = control
+        .inject_latency(InjectLatencyRequest {
+            method: "Version".into(),
+            delay_ms: 10,
+            count: 1,
+            target_id: "abc".into(),
+            nth: 0,
+        })
+        .await
+        .unwrap_err();
+    for status in [error, latency] {
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(
+            status.message().contains("StopContainer (container)"),
+            "{}",
+            status.message()
+        );
+    }
 }
 
 #[tokio::test]

@@ -64,6 +64,7 @@ async fn shutdown_cuts_off_a_call_held_by_injected_latency() {
             method: "Version".into(),
             delay_ms: 3_600_000,
             count: 1,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -156,6 +156,7 @@ async fn a_runtime_that_stops_answering_ends_the_run_with_a_message_naming_the_e
                 method: method.to_owned(),
                 delay_ms: 600_000,
                 count: 0,
+                ..Default::default()
             })
             .await
             .unwrap();

@@ -8,7 +8,7 @@ use tonic::{Request, Response, Status};
 
 use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
-use super::faults::{cri_method, CRI_METHODS};
+use super::faults::{cri_method, target_kind, Aim, CRI_METHODS, TARGETED_METHODS};
 use super::state::{container_name, sandbox_name};
 use super::{default_version, MockRuntime};
 
@@ -26,6 +26,34 @@ fn known_method(control: &'static str, method: &str) -> Result<&'static str, Rpc
         control,
         method: method.to_owned(),
         valid: CRI_METHODS.join(", "),
+    })
+}
+
+/// The calls of `method` an injection aims at, refused when it names a target the method's
+/// requests cannot carry.
+fn aim(
+    control: &'static str,
+    method: &'static str,
+    target_id: String,
+    nth: u32,
+) -> Result<Aim, RpcError> {
+    if target_id.is_empty() {
+        return Ok(Aim { target: None, nth });
+    }
+    if target_kind(method).is_none() {
+        let targeted: Vec<String> = TARGETED_METHODS
+            .iter()
+            .map(|(method, kind)| format!("{method} ({kind})"))
+            .collect();
+        return Err(RpcError::UntargetedMethod {
+            control,
+            method,
+            targeted: targeted.join(", "),
+        });
+    }
+    Ok(Aim {
+        target: Some(target_id),
+        nth,
     })
 }
 
@@ -49,10 +77,11 @@ impl MockControl for MockControlService {
             return Err(RpcError::InvalidCode { code: request.code }.into());
         }
         let code = tonic::Code::from_i32(request.code);
+        let aim = aim("InjectError", method, request.target_id, request.nth)?;
         self.0
             .lock()
             .faults
-            .inject_error(method, code, request.message, request.count);
+            .inject_error(method, aim, code, request.message, request.count);
         ok()
     }
 
@@ -63,10 +92,11 @@ impl MockControl for MockControlService {
         let request = request.into_inner();
         let method = known_method("InjectLatency", &request.method)?;
         let delay = Duration::from_millis(request.delay_ms);
+        let aim = aim("InjectLatency", method, request.target_id, request.nth)?;
         self.0
             .lock()
             .faults
-            .inject_latency(method, delay, request.count);
+            .inject_latency(method, aim, delay, request.count);
         ok()
     }
 

@@ -1,11 +1,12 @@
 //! The path every CRI call takes through the mock: logged on arrival, delayed and failed as
-//! injected (before any state change), otherwise handled under the state lock, and its
-//! answer's status written back into the call log.
+//! injected (matched on the method and the id the request names, before any state change),
+//! otherwise handled under the state lock, and its answer's status written back into the log.
 
 use tonic::{Request, Response, Status};
 
 use super::call_log::Ticket;
 use super::error::RpcError;
+use super::faults::FaultTarget;
 use super::{Inner, MockRuntime};
 use crate::cri::RequestSummary;
 
@@ -21,15 +22,18 @@ impl MockRuntime {
         handle: impl FnOnce(&mut Inner, Req) -> Result<Resp, RpcError>,
     ) -> Result<Response<Resp>, Status>
     where
-        Req: RequestSummary,
+        Req: RequestSummary + FaultTarget,
     {
         let request = request.into_inner();
         let summary = request.summary();
         let (ticket, delay, injected) = {
             let mut inner = self.lock();
             let ticket = inner.log.arrive(method, summary);
-            let delay = inner.faults.take_delay(method);
-            let injected = inner.faults.take_error(method);
+            // Faults are taken on arrival, in arrival order, but a targeted one can only be
+            // taken by a call naming its target, so concurrent calls cannot race for it.
+            let target = request.fault_target();
+            let delay = inner.faults.take_delay(method, target);
+            let injected = inner.faults.take_error(method, target);
             let Some(delay) = delay else {
                 // The common case answers under the one lock it arrived with.
                 return answer(&mut inner, ticket, injected, request, handle);
@@ -101,12 +105,15 @@ mod tests {
 
     use super::*;
     use crate::cri::v1;
+    use crate::mock::faults::Aim;
 
     #[tokio::test]
     async fn a_delayed_call_shows_in_flight_then_cancelled_when_its_client_leaves() {
         let mock = MockRuntime::new();
         let hour = Duration::from_secs(3600);
-        mock.lock().faults.inject_latency("Version", hour, 1);
+        mock.lock()
+            .faults
+            .inject_latency("Version", Aim::default(), hour, 1);
         let request = Request::new(v1::VersionRequest::default());
         let mut call =
             Box::pin(mock.dispatch("Version", request, |inner, _| Ok(inner.version.clone())));
@@ -127,7 +134,7 @@ mod tests {
         let status = tonic::Code::NotFound;
         mock.lock()
             .faults
-            .inject_error("Version", status, "gone".into(), 1);
+            .inject_error("Version", Aim::default(), status, "gone".into(), 1);
         let mut handled = false;
         let request = Request::new(v1::VersionRequest::default());
         let answer = mock

@@ -208,6 +208,16 @@ pub(crate) enum RpcError {
         /// The code as given.
         code: i32,
     },
+    /// Control: a fault aimed at a target for a method whose requests name none.
+    #[error("{control}: {method} requests name no sandbox, container or image, so target_id cannot select them; methods that take one: {targeted}")]
+    UntargetedMethod {
+        /// The control call.
+        control: &'static str,
+        /// The method.
+        method: &'static str,
+        /// Every method that takes a target, with what it names, comma-separated.
+        targeted: String,
+    },
     /// Control: a negative instant or step for the clock.
     #[error("{control}: {value} must not be negative")]
     NegativeTime {
@@ -235,6 +245,7 @@ impl From<RpcError> for tonic::Status {
             RpcError::MissingField { .. }
             | RpcError::UnknownMethod { .. }
             | RpcError::InvalidCode { .. }
+            | RpcError::UntargetedMethod { .. }
             | RpcError::NegativeTime { .. } => Code::InvalidArgument,
             RpcError::SandboxNotFound { .. }
             | RpcError::ContainerNotFound { .. }

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
+use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::state::{container_name, sandbox_name, selector};
@@ -33,7 +34,7 @@ pub(crate) struct MockRuntimeService(pub(crate) MockRuntime);
 
 impl MockRuntimeService {
     /// Logs and answers a call the mock does not model.
-    async fn unmodelled<Req: RequestSummary, Resp>(
+    async fn unmodelled<Req: RequestSummary + FaultTarget, Resp>(
         &self,
         method: &'static str,
         request: Request<Req>,

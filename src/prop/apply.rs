@@ -94,6 +94,7 @@ impl Target {
             code: tonic::Code::Internal as i32,
             message: INJECTED_MESSAGE.to_owned(),
             count,
+            ..Default::default()
         };
         control
             .inject_error(request)

@@ -68,6 +68,21 @@ impl Aliases {
             .ok_or_else(|| StepError::Unknown(format!("no container `{alias}`")))
     }
 
+    /// The id of the sandbox or container an alias names (aliases are unique across both).
+    pub fn id(&self, alias: &str) -> Result<String, StepError> {
+        self.sandboxes
+            .iter()
+            .find(|s| s.alias == alias)
+            .map(|s| s.id.clone())
+            .or_else(|| {
+                self.containers
+                    .iter()
+                    .find(|c| c.alias == alias)
+                    .map(|c| c.id.clone())
+            })
+            .ok_or_else(|| StepError::Unknown(format!("no sandbox or container `{alias}`")))
+    }
+
     /// The id a sandbox alias has, or the one a seeded container makes up for a missing one.
     pub fn sandbox_id_or_made_up(&self, alias: &str) -> String {
         self.sandbox(alias)
