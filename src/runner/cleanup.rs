@@ -165,7 +165,7 @@ pub async fn run_ids(
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     /// The lease directory or file could not be made or opened.
-    #[error("cannot use the run lease {}", path.display())]
+    #[error("cannot use the run lease {} (CRI_HARNESS_LEASE_DIR names another directory)", path.display())]
     Io {
         /// The directory or lock file.
         path: PathBuf,
@@ -360,6 +360,16 @@ mod tests {
         let err = Lease::acquire(dir.path(), "r1").unwrap_err();
         assert!(matches!(err, LeaseError::InUse { .. }), "{err}");
         assert!(Lease::acquire(dir.path(), "r2").is_ok());
+    }
+
+    #[test]
+    fn an_unusable_lease_directory_is_an_error_that_says_how_to_pick_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "").unwrap();
+        let err = Lease::acquire(&file.join("leases"), "r1").unwrap_err();
+        assert!(matches!(err, LeaseError::Io { .. }), "{err}");
+        assert!(err.to_string().contains("CRI_HARNESS_LEASE_DIR"), "{err}");
     }
 
     #[test]
