@@ -374,7 +374,6 @@ fn a_bad_file_given_to_suites_fails_with_its_position() {
 }
 
 #[test]
-#[ignore = "needs src/cli/run.rs to call suite::ensure_selected before listing or running (see the loader's merge note)"]
 fn a_focus_that_matches_nothing_exits_non_zero_and_says_so() {
     let output = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
         .args(["run", "--mock", "--list", "--focus", "nomatch"])

@@ -79,6 +79,25 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
         skip: args.skip,
         tags: args.tags,
     };
+    let given: Vec<String> = [
+        filter.focus.as_ref().map(|f| format!("`--focus {f}`")),
+        filter.skip.as_ref().map(|s| format!("`--skip {s}`")),
+        (!filter.tags.is_empty()).then(|| format!("`--tags {}`", filter.tags.join(","))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Err(err) = suite::ensure_selected(
+        &loaded.suites,
+        |s, c| filter.selects(s, c),
+        &given.join(" and "),
+    ) {
+        for error in &loaded.errors {
+            eprintln!("error: {error}");
+        }
+        eprintln!("error: {err}");
+        return Ok(ExitCode::FAILURE);
+    }
     if args.list {
         for suite in &loaded.suites {
             for case in suite.cases.iter().filter(|c| filter.selects(suite, c)) {
