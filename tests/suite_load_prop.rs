@@ -130,6 +130,7 @@ const FILE_LEVEL: &[&str] = &[
     "the file is empty",
     "a second YAML document starts here",
     "a suite file is a mapping of",
+    "a NUL byte: this is a binary file",
 ];
 
 fn check(text: &str) -> Result<(), TestCaseError> {
@@ -181,6 +182,13 @@ proptest! {
                 "proptest-regressions/suite_load_prop.txt",
             ),
         )),
+        // Under CI one fixed sequence, so a landing cannot fail by the draw; locally a new one
+        // each run, so the mutations keep exploring.
+        rng_seed: if std::env::var_os("CI").is_some() {
+            proptest::test_runner::RngSeed::Fixed(0x5eed_cafe)
+        } else {
+            proptest::test_runner::RngSeed::Random
+        },
         ..ProptestConfig::default()
     })]
 

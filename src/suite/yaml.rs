@@ -636,10 +636,23 @@ fn rust_free(text: &str) -> String {
         Regex::new(r"\b(?:(struct|enum) [A-Z][A-Za-z0-9_]*|(tuple|newtype|unit|struct) variant|[ui](?:8|16|32|64|128|size)|f32|f64|Option<[^>]*>|Vec<[^>]*>|BTreeMap<[^>]*>)(?: [A-Z][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)?")
             .ok()
     });
+    static TAGGED: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"tagged enum `([^`]*)` does not match target enum `[^`]*`").ok()
+    });
     let Some(re) = RUST.as_ref() else {
         return text.to_owned();
     };
-    re.replace_all(text, |caps: &regex::Captures<'_>| {
+    // A YAML tag where a name is expected: suites never use tags.
+    let text = match TAGGED.as_ref() {
+        Some(tagged) => tagged
+            .replace_all(
+                text,
+                "the YAML tag `!$1` is not allowed here; write the value without a tag",
+            )
+            .into_owned(),
+        None => text.to_owned(),
+    };
+    re.replace_all(&text, |caps: &regex::Captures<'_>| {
         let whole = &caps[0];
         if whole.starts_with("struct ") && caps.get(1).is_some() {
             "a mapping".to_owned()
@@ -719,6 +732,14 @@ mod tests {
     #[test]
     fn control_and_bidi_characters_are_escaped() {
         assert_eq!(escape("a\u{0}b\u{202e}c\td"), "a\\u{0}b\\u{202e}c\\td");
+    }
+
+    #[test]
+    fn a_tag_on_a_name_is_refused_in_the_suites_words() {
+        assert_eq!(
+            rust_free("tagged enum `tag` does not match target enum `Stopped`"),
+            "the YAML tag `!tag` is not allowed here; write the value without a tag"
+        );
     }
 
     #[test]
