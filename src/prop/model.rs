@@ -616,7 +616,7 @@ fn stop_container(container: &mut ContainerModel) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::prop::scenario::{Faults, KillTarget};
     use proptest::sample::Index;
@@ -638,7 +638,8 @@ mod tests {
         }
     }
 
-    fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
+    /// A RunSandbox operation, for the module tests of `prop`.
+    pub(in crate::prop) fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
         Op::RunSandbox {
             pod,
             attempt,

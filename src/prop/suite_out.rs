@@ -410,16 +410,8 @@ pub fn scenario_of(case: &Case) -> Option<&Scenario> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prop::scenario::{KillTarget, Op};
-
-    fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
-        Op::RunSandbox {
-            pod,
-            attempt,
-            host_network,
-            created_at,
-        }
-    }
+    use crate::prop::model::tests::run;
+    use crate::prop::scenario::KillTarget;
 
     #[test]
     fn a_pod_status_case_sets_the_clock_and_expects_the_newest_sandboxes_ip() {
