@@ -336,7 +336,10 @@ fn pod_status_check_fails_on_the_oldest_sandboxes_ip() {
         &status(&["sb1", "sb0"], "10.88.0.2"),
     )
     .unwrap_err();
-    assert!(err.to_string().contains("s0's"), "{err}");
+    assert!(
+        err.to_string().contains("expected <ip:s1>, got <ip:s0>"),
+        "{err}"
+    );
 }
 
 #[test]

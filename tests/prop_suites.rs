@@ -10,7 +10,6 @@ use cri_harness::runner::{self, snapshot, CaseOutcome, Filter, Interrupt, RunCon
 use cri_harness::suite;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
-use serde_yaml::Value;
 
 /// Cases rendered per property.
 const CASES: usize = 100;
@@ -24,10 +23,7 @@ fn rendered_suite() -> String {
             let case = strategy.new_tree(&mut generator).unwrap().current();
             let mut rendered = suite_case(property, &case, true, "generated");
             // Case names must be unique within a suite.
-            if let Value::Mapping(body) = &mut rendered {
-                let name = format!("{}-{index}", property.name().replace('_', "-"));
-                body.insert(Value::from("name"), Value::from(name));
-            }
+            rendered.name = format!("{}-{index}", property.name().replace('_', "-"));
             cases.push(rendered);
         }
     }

@@ -8,19 +8,18 @@ use tonic::transport::Channel;
 
 use super::error::PropError;
 use super::model::{Action, Model, Naming, Outcome, CLOCK_BASE_SECONDS};
-use crate::cri::{labels, v1, CallError, CriClient, MAX_MESSAGE_SIZE};
+use super::scenario::MAX_PODS;
+use crate::cri::{labels, namespace_options, v1, CallError, CriClient, MAX_MESSAGE_SIZE};
+use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::control_api::{self, mock_control_client::MockControlClient};
 use crate::mock::MockRuntime;
-
-/// The image test containers run.
-pub const BUSYBOX_IMAGE: &str = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1";
-
-/// A command that runs until stopped and exits at once on SIGTERM.
-pub const CONTAINER_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
+use crate::observe::Redactor;
+use crate::runner::case::DEFAULT_COMMAND;
+use crate::suite::step::BUSYBOX;
 
 /// StopContainer grace period the scenarios use (the kubelet's minimum).
-const STOP_TIMEOUT_SECONDS: i64 = 2;
+pub(crate) const STOP_TIMEOUT_SECONDS: i64 = 2;
 
 /// The message of every error the prop run injects, so results can be traced back to it.
 pub const INJECTED_MESSAGE: &str = "injected by cri-harness prop";
@@ -228,6 +227,30 @@ impl Applied {
     pub fn ip(&self, n: usize) -> &str {
         self.ips.get(n).map_or("", String::as_str)
     }
+
+    /// The one redactor, taught the scenario's objects by alias: sandbox `n` reads
+    /// `<sandbox:sN>` and its IP `<ip:sN>`, container `n` reads `<container:cN>` and pod `pN`'s
+    /// UID `<uid:pN>`, so answers of two runtimes (and of two runs) read alike.
+    pub fn redactor(&self, naming: &Naming) -> Redactor {
+        let case = usize::try_from(naming.case).unwrap_or(usize::MAX);
+        let mut redactor = Redactor::new(&naming.run_id, &naming.namespace(), case);
+        for (n, id) in self.sandboxes.iter().enumerate() {
+            let alias = Naming::sandbox_alias(n);
+            if let Some(id) = id {
+                redactor.sandbox(id, &alias);
+            }
+            redactor.ip(self.ip(n), &alias);
+        }
+        for (n, id) in self.containers.iter().enumerate() {
+            if let Some(id) = id {
+                redactor.container(id, &Naming::container_alias(n));
+            }
+        }
+        for pod in 0..MAX_PODS {
+            redactor.pod(&naming.pod_uid(pod), &Naming::pod_name(pod));
+        }
+        redactor
+    }
 }
 
 /// The sandbox config of pod `pod`'s sandbox, labelled as the kubelet labels it plus the run's
@@ -268,20 +291,6 @@ pub fn sandbox_config(
     }
 }
 
-fn namespace_options(host_network: bool) -> v1::NamespaceOption {
-    let network = if host_network {
-        v1::NamespaceMode::Node
-    } else {
-        v1::NamespaceMode::Pod
-    };
-    v1::NamespaceOption {
-        network: network as i32,
-        pid: v1::NamespaceMode::Container as i32,
-        ipc: v1::NamespaceMode::Pod as i32,
-        ..Default::default()
-    }
-}
-
 /// A container config named `name`, carrying pod `labels`' pod labels (none for `None`).
 fn container_config(
     naming: &Naming,
@@ -307,10 +316,10 @@ fn container_config(
             attempt: 0,
         }),
         image: Some(v1::ImageSpec {
-            image: BUSYBOX_IMAGE.to_owned(),
+            image: images::resolve(BUSYBOX),
             ..Default::default()
         }),
-        command: CONTAINER_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
+        command: DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
         labels: container_labels,
         linux: Some(v1::LinuxContainerConfig {
             security_context: Some(v1::LinuxContainerSecurityContext {
@@ -334,7 +343,7 @@ pub fn describe(action: &Action) -> String {
             ..
         } => format!(
             "run_sandbox {} (p{pod}, attempt {attempt}{})",
-            sandbox.map_or_else(|| "-".to_owned(), |n| format!("s{n}")),
+            sandbox.map_or_else(|| "-".to_owned(), Naming::sandbox_alias),
             if *host_network { ", host network" } else { "" }
         ),
         Action::StopSandbox { sandbox } => format!("stop_sandbox s{sandbox}"),
@@ -346,7 +355,7 @@ pub fn describe(action: &Action) -> String {
             ..
         } => format!(
             "create_container {} ({name} in s{sandbox})",
-            container.map_or_else(|| "-".to_owned(), |n| format!("c{n}"))
+            container.map_or_else(|| "-".to_owned(), Naming::container_alias)
         ),
         Action::StopContainer { container } => format!("stop_container c{container}"),
         Action::RemoveContainer { container } => format!("remove_container c{container}"),
@@ -484,8 +493,9 @@ pub async fn apply(
 
 /// Pulls the test image unless the runtime has it (a real runtime in CI has it preloaded).
 async fn ensure_image(client: &CriClient) -> Result<(), PropError> {
+    let image = images::resolve(BUSYBOX);
     let present = client
-        .image_status(BUSYBOX_IMAGE)
+        .image_status(&image)
         .await
         .map_err(|source| PropError::Call {
             what: "asking for the test image".to_owned(),
@@ -493,7 +503,7 @@ async fn ensure_image(client: &CriClient) -> Result<(), PropError> {
         })?;
     if present.is_none() {
         client
-            .pull_image(BUSYBOX_IMAGE)
+            .pull_image(&image)
             .await
             .map_err(|source| PropError::Call {
                 what: "pulling the test image".to_owned(),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::apply::{Applied, RuntimeState, INJECTED_MESSAGE};
 use super::error::{violation, PropError};
-use super::model::{ExpectedKill, Model, Naming, PodKey, RunningView};
+use super::model::{sandbox_state, ExpectedKill, Model, Naming, PodKey, RunningView};
 use crate::manager::{
     ContainerState, ManagerError, Pod, PodStatus, PodSyncResult, SyncAction, TeardownCall,
     KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR, KUBE_RUNTIME_API_VERSION, TEARDOWN_NETWORK_ERROR,
@@ -32,15 +32,6 @@ pub enum Scope {
     Own,
 }
 
-/// `s3`, `c1`, `p0` and `""`: how reports name objects.
-fn sandbox_alias(n: usize) -> String {
-    format!("s{n}")
-}
-
-fn container_alias(n: usize) -> String {
-    format!("c{n}")
-}
-
 /// A pod's alias as reports and suite files write it.
 pub fn pod_alias(key: PodKey) -> String {
     match key {
@@ -56,22 +47,13 @@ fn show_pod(key: PodKey) -> String {
     }
 }
 
-fn state_name(state: ContainerState) -> &'static str {
-    match state {
-        ContainerState::Created => "created",
-        ContainerState::Running => "running",
-        ContainerState::Exited => "exited",
-        ContainerState::Unknown => "unknown",
-    }
-}
-
 fn show_states(items: &BTreeMap<usize, ContainerState>, alias: fn(usize) -> String) -> String {
     let mut text = String::from("[");
     for (i, (n, state)) in items.iter().enumerate() {
         if i > 0 {
             text.push_str(", ");
         }
-        let _ = write!(text, "{}:{}", alias(*n), state_name(*state));
+        let _ = write!(text, "{}:{}", alias(*n), state.name());
     }
     text.push(']');
     text
@@ -152,9 +134,9 @@ pub fn check_get_pods(
                     continue;
                 };
                 let alias = if kind == "sandbox" {
-                    sandbox_alias(number)
+                    Naming::sandbox_alias(number)
                 } else {
-                    container_alias(number)
+                    Naming::container_alias(number)
                 };
                 if let Some(other) = placed.insert(alias.clone(), key) {
                     return Err(violation(
@@ -205,16 +187,16 @@ pub fn check_get_pods(
             return Err(violation(
                 GET_PODS,
                 format!("{call}: pod {} sandboxes", show_pod(*key)),
-                show_states(&want.sandboxes, sandbox_alias),
-                show_states(&got.sandboxes, sandbox_alias),
+                show_states(&want.sandboxes, Naming::sandbox_alias),
+                show_states(&got.sandboxes, Naming::sandbox_alias),
             ));
         }
         if want.containers != got.containers {
             return Err(violation(
                 GET_PODS,
                 format!("{call}: pod {} containers", show_pod(*key)),
-                show_states(&want.containers, container_alias),
-                show_states(&got.containers, container_alias),
+                show_states(&want.containers, Naming::container_alias),
+                show_states(&got.containers, Naming::container_alias),
             ));
         }
     }
@@ -265,19 +247,18 @@ pub fn check_pod_status(
         return Err(violation(
             POD_STATUS,
             format!("{call}: sandboxes newest first"),
-            show_list(expected.sandboxes.iter().copied(), sandbox_alias),
-            show_list(sandboxes, sandbox_alias),
+            show_list(expected.sandboxes.iter().copied(), Naming::sandbox_alias),
+            show_list(sandboxes, Naming::sandbox_alias),
         ));
     }
     let want_ip = expected.ip_of.map_or("", |n| applied.ip(n));
     if status.ip != want_ip {
+        let redactor = applied.redactor(naming);
         let whose = |ip: &str| -> String {
             if ip.is_empty() {
-                return "no IP".to_owned();
-            }
-            match (0..applied.ips.len()).find(|&n| applied.ip(n) == ip) {
-                Some(n) => format!("{ip} (s{n}'s)"),
-                None => ip.to_owned(),
+                "no IP".to_owned()
+            } else {
+                redactor.ip_token(ip)
             }
         };
         return Err(violation(
@@ -307,8 +288,8 @@ pub fn check_pod_status(
         return Err(violation(
             POD_STATUS,
             format!("{call}: containers"),
-            show_list(expected.containers.iter().copied(), container_alias),
-            show_list(containers, container_alias),
+            show_list(expected.containers.iter().copied(), Naming::container_alias),
+            show_list(containers, Naming::container_alias),
         ));
     }
     Ok(())
@@ -360,14 +341,6 @@ pub struct KillObservation<'a> {
     pub after: &'a RuntimeState,
 }
 
-fn action_name(action: SyncAction) -> &'static str {
-    match action {
-        SyncAction::KillContainer => "KillContainer",
-        SyncAction::TeardownNetwork => "TeardownNetwork",
-        SyncAction::KillPodSandbox => "KillPodSandbox",
-    }
-}
-
 /// `kill_pod`: one KillContainer result per container (exactly the injected failures failing,
 /// each naming the injected error), one teardown, of the first sandbox handed over, iff the pod
 /// has a sandbox and is not host-network (spec, or that sandbox's status), one KillPodSandbox
@@ -396,8 +369,8 @@ pub fn check_kill(
         return Err(violation(
             KILL_POD,
             "result steps",
-            show_list(want_actions, action_name),
-            show_list(actions, action_name),
+            show_list(want_actions, SyncAction::name),
+            show_list(actions, SyncAction::name),
         ));
     }
     let mut want_names: Vec<&str> = view
@@ -447,11 +420,8 @@ pub fn check_kill(
         .collect();
     let teardown: Vec<String> = seen.teardown.iter().map(|t| t.sandbox_id.clone()).collect();
     if teardown != want_teardown {
-        let alias = |id: &String| {
-            applied
-                .sandbox_number(id)
-                .map_or_else(|| id.clone(), sandbox_alias)
-        };
+        let redactor = applied.redactor(naming);
+        let alias = |id: &String| redactor.text(id);
         return Err(violation(
             KILL_POD,
             "network teardowns",
@@ -479,7 +449,7 @@ pub fn check_kill(
                 (expected.sandbox_step == Some(true), KILL_POD_SANDBOX_ERROR)
             }
         };
-        let what = action_name(step.action);
+        let what = step.action.name();
         if step.target != uid {
             return Err(violation(
                 KILL_POD,
@@ -530,13 +500,11 @@ fn check_after_kill(
         after.live_sandboxes().map(|(n, s)| (n, s.ready)).collect();
     if want_sandboxes != seen.sandboxes {
         let show = |m: &BTreeMap<usize, bool>| {
-            show_list(m, |(n, ready)| {
-                format!(
-                    "{}:{}",
-                    sandbox_alias(*n),
-                    if *ready { "ready" } else { "not_ready" }
-                )
-            })
+            let states = m
+                .iter()
+                .map(|(n, ready)| (*n, sandbox_state(*ready)))
+                .collect();
+            show_states(&states, Naming::sandbox_alias)
         };
         return Err(violation(
             KILL_POD,
@@ -560,8 +528,8 @@ fn check_after_kill(
         return Err(violation(
             KILL_POD,
             "containers afterwards",
-            show_states(&want, container_alias),
-            show_states(&seen.containers, container_alias),
+            show_states(&want, Naming::container_alias),
+            show_states(&seen.containers, Naming::container_alias),
         ));
     }
     Ok(())

@@ -1,27 +1,33 @@
 //! The differential: each generated sequence a real runtime can express is applied to a fresh
 //! mock and to the runtime, the manager's calls are made on both (get_pods, get_pod_status per
-//! pod, kill_pod per pod, then the state left), every answer is flattened into redacted lines
-//! (ids and IPs by alias, no timestamps) and the two are compared. A difference is a mock bug or
-//! one of the documented [`EXCEPTIONS`].
+//! pod, kill_pod per pod, then the state left), every answer is observed as a typed value in
+//! suite terms (ids, UIDs and IPs through the one [`Redactor`], taught the scenario's aliases;
+//! no timestamps) and the two observations are compared value by value. A difference is a mock
+//! bug or one of the documented [`EXCEPTIONS`], each a predicate over the two typed values.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRng, TestRunner};
+use serde::Serialize;
 
-use super::apply::{apply, Applied, Target};
+use super::apply::{apply, describe, Applied, Target};
 use super::check::pod_alias;
-use super::error::PropError;
+use super::error::{manager_failed, PropError};
 use super::model::{Model, Naming, PodKey};
 use super::property::{kill_spec, running_pod};
 use super::scenario::{scenario, Profile, Scenario, MAX_PODS};
 use crate::cri::v1;
 use crate::manager::{
-    ContainerState, KubeGenericRuntimeManager, PodSyncResult, RecordingNetworkPlugin,
+    Container, ContainerState, ContainerStatus, KubeGenericRuntimeManager, PodSyncResult,
+    RecordingNetworkPlugin, SyncAction,
 };
 use crate::mock::MockRuntime;
+use crate::observe::Redactor;
+use crate::suite::step::GrpcCode;
 
 /// A sequence of the differential: a scenario and, per pod, whether its kill passes a spec.
 #[derive(Debug, Clone)]
@@ -56,17 +62,143 @@ pub struct Options {
     pub run_id: String,
 }
 
-/// One line on which the mock and the runtime answered differently.
+/// What a setup step of the sequence answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StepAnswer {
+    /// It succeeded.
+    Ok,
+    /// It failed with this code.
+    Refused(GrpcCode),
+    /// It was not made: its object is missing because the runtime refused to make it.
+    Skipped,
+}
+
+/// A sandbox or container of a pod in a `get_pods` answer.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Listed {
+    /// Its id, redacted (`<sandbox:s0>`, `<container:c1>`).
+    pub id: String,
+    /// The container name ("" for a sandbox).
+    pub name: String,
+    /// Its state (for a sandbox: running is ready).
+    pub state: ContainerState,
+}
+
+/// One pod of a `get_pods` answer: its identity and the scenario's objects, in list order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ListedPod {
+    /// The pod's name.
+    pub name: String,
+    /// Its namespace, redacted.
+    pub namespace: String,
+    /// Its sandboxes, as listed.
+    pub sandboxes: Vec<Listed>,
+    /// Its containers, as listed.
+    pub containers: Vec<Listed>,
+}
+
+/// Where a container is in its life and, once exited, how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Exit {
+    /// Its state.
+    pub state: ContainerState,
+    /// The exit code (0 until it exits).
+    pub exit_code: i32,
+    /// The runtime's short reason (`Completed`, `Error`; "" until it exits).
+    pub reason: String,
+}
+
+/// A sandbox status in a `get_pod_status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxSeen {
+    /// Its id, redacted.
+    pub id: String,
+    /// Its state (running is ready).
+    pub state: ContainerState,
+    /// Its IP, redacted (`<ip:s0>`); `None` without one.
+    pub ip: Option<String>,
+    /// The network namespace mode its status echoes; `None` when the status has no namespace
+    /// options, which makes the modern kubelet recreate the sandbox (spec R6.1).
+    pub network: Option<String>,
+    /// Its metadata attempt.
+    pub attempt: u32,
+}
+
+/// A container status in a `get_pod_status` answer.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ContainerSeen {
+    /// Its id, redacted.
+    pub id: String,
+    /// The container name.
+    pub name: String,
+    /// The image as requested.
+    pub image: String,
+    /// Its state and exit.
+    pub exit: Exit,
+}
+
+/// One sync result of a `kill_pod` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResultSeen {
+    /// The step.
+    pub action: SyncAction,
+    /// Its target, redacted: a container name, or the pod's UID by its alias (`<uid:p0>`).
+    pub target: String,
+    /// The error kind, if it failed.
+    pub error: Option<String>,
+}
+
+/// A `kill_pod` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KillSeen {
+    /// The results, sorted: KillContainer results come in the running pod's container order,
+    /// which is list order, so only list order itself (compared apart) could tell them apart.
+    pub results: Vec<ResultSeen>,
+    /// The operation could not go on.
+    pub sync_error: bool,
+}
+
+/// One typed value a target answered, in suite terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Seen {
+    /// A setup step's answer.
+    Step(StepAnswer),
+    /// The pods of a `get_pods` answer that hold scenario objects, by alias, sorted.
+    Pods(Vec<String>),
+    /// One pod of a `get_pods` answer.
+    Pod(ListedPod),
+    /// The pod IP of a `get_pod_status` answer, redacted; `None` without one.
+    Ip(Option<String>),
+    /// The sandbox statuses of a `get_pod_status` answer, newest first.
+    Sandboxes(Vec<SandboxSeen>),
+    /// The container statuses of a `get_pod_status` answer, sorted by id.
+    Containers(Vec<ContainerSeen>),
+    /// A `kill_pod` answer.
+    Kill(KillSeen),
+    /// The sandboxes the network plugin was asked to tear down during a kill, redacted.
+    Teardown(Vec<String>),
+    /// A sandbox left on the runtime at the end.
+    SandboxLeft(ContainerState),
+    /// A container left on the runtime at the end.
+    ContainerLeft(Exit),
+}
+
+/// Everything one target answered for a sequence, by what was asked
+/// (`get_pods(all=true) p0`, `get_pod_status(p1) ip`, `after c2`).
+pub type Observed = BTreeMap<String, Seen>;
+
+/// One value on which the mock and the runtime answered differently.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difference {
     /// The sequence's number.
     pub sequence: u64,
-    /// What was compared (`get_pods(all=true)/p0/sandboxes`).
+    /// What was asked (`get_pods(all=true) p0`).
     pub path: String,
-    /// The mock's redacted answer (`<absent>` when it had none).
-    pub mock: String,
-    /// The runtime's redacted answer.
-    pub runtime: String,
+    /// The mock's answer (`None` when it had none).
+    pub mock: Option<Seen>,
+    /// The runtime's answer.
+    pub runtime: Option<Seen>,
     /// The documented exception that explains it, if any.
     pub exception: Option<&'static str>,
 }
@@ -78,8 +210,8 @@ pub struct Exception {
     pub name: &'static str,
     /// Why the difference is acceptable.
     pub why: &'static str,
-    /// True for the differences it explains.
-    pub matches: fn(&Difference) -> bool,
+    /// True for the (mock, runtime) answers it explains.
+    pub matches: fn(&Seen, &Seen) -> bool,
 }
 
 /// The documented exceptions. Each has a test in this module.
@@ -100,36 +232,58 @@ pub const EXCEPTIONS: &[Exception] = &[
     },
 ];
 
-/// A container the mock says exited 0 on SIGTERM and the runtime says was killed, in an
-/// otherwise identical line.
-fn killed_instead_of_terminated(d: &Difference) -> bool {
-    d.mock.contains("exit=0:Completed")
-        && d.runtime.contains("exit=137:Error")
-        && d.mock.split(' ').count() == d.runtime.split(' ').count()
-        && d.mock
-            .split(' ')
-            .zip(d.runtime.split(' '))
-            .all(|(m, r)| m == r || m.replace("exit=0:Completed", "exit=137:Error") == r)
-}
-
-/// A list-order line whose items are the same on both sides.
-fn same_items_in_another_order(d: &Difference) -> bool {
-    if !d.path.ends_with("in list order") {
-        return false;
-    }
-    fn sorted(text: &str) -> Vec<&str> {
-        let mut items: Vec<&str> = text.split(' ').collect();
+/// A pod listed with the same identity and the same sandboxes and containers (as multisets),
+/// in another order.
+fn same_items_in_another_order(mock: &Seen, runtime: &Seen) -> bool {
+    fn sorted(items: &[Listed]) -> Vec<&Listed> {
+        let mut items: Vec<&Listed> = items.iter().collect();
         items.sort_unstable();
         items
     }
-    sorted(&d.mock) == sorted(&d.runtime)
+    match (mock, runtime) {
+        (Seen::Pod(m), Seen::Pod(r)) => {
+            (&m.name, &m.namespace) == (&r.name, &r.namespace)
+                && sorted(&m.sandboxes) == sorted(&r.sandboxes)
+                && sorted(&m.containers) == sorted(&r.containers)
+        }
+        _ => false,
+    }
 }
 
-/// The exception explaining a difference.
+/// The mock's container exited 0 (Completed) on SIGTERM where the runtime's was killed (137,
+/// Error).
+fn terminated_vs_killed(mock: &Exit, runtime: &Exit) -> bool {
+    let exited = |e: &Exit, code: i32, reason: &str| {
+        e.state == ContainerState::Exited && e.exit_code == code && e.reason == reason
+    };
+    exited(mock, 0, "Completed") && exited(runtime, 137, "Error")
+}
+
+/// The same containers, each equal or exited 0/Completed on the mock and 137/Error on the
+/// runtime, with nothing else different.
+fn killed_instead_of_terminated(mock: &Seen, runtime: &Seen) -> bool {
+    match (mock, runtime) {
+        (Seen::ContainerLeft(m), Seen::ContainerLeft(r)) => terminated_vs_killed(m, r),
+        (Seen::Containers(m), Seen::Containers(r)) => {
+            m.len() == r.len()
+                && m.iter().zip(r).all(|(m, r)| {
+                    m == r
+                        || ((&m.id, &m.name, &m.image) == (&r.id, &r.name, &r.image)
+                            && terminated_vs_killed(&m.exit, &r.exit))
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The exception explaining a difference (none where one side has no answer).
 pub fn explain(difference: &Difference) -> Option<&'static str> {
+    let (Some(mock), Some(runtime)) = (&difference.mock, &difference.runtime) else {
+        return None;
+    };
     EXCEPTIONS
         .iter()
-        .find(|e| (e.matches)(difference))
+        .find(|e| (e.matches)(mock, runtime))
         .map(|e| e.name)
 }
 
@@ -142,10 +296,15 @@ pub struct DiffOutcome {
     pub differences: Vec<Difference>,
     /// Wall time.
     pub elapsed: Duration,
-    /// Lines compared, over all sequences.
-    pub lines_compared: u64,
+    /// Answers compared, over all sequences.
+    pub values_compared: u64,
     /// The steps of each sequence that differed, for the report.
     pub sequences_shown: BTreeMap<u64, String>,
+}
+
+/// An answer in the report, `<absent>` for none.
+fn side(seen: Option<&Seen>) -> String {
+    seen.map_or_else(|| "<absent>".to_owned(), ToString::to_string)
 }
 
 impl DiffOutcome {
@@ -172,15 +331,18 @@ impl DiffOutcome {
                 .exception
                 .map_or_else(|| "UNEXPLAINED".to_owned(), |e| format!("exception {e}"));
             text.push_str(&format!(
-                "sequence {} {}: mock {:?}, runtime {:?} [{mark}]\n",
-                d.sequence, d.path, d.mock, d.runtime
+                "sequence {} {}: [{mark}]\n  mock:    {}\n  runtime: {}\n",
+                d.sequence,
+                d.path,
+                side(d.mock.as_ref()),
+                side(d.runtime.as_ref())
             ));
         }
         let secs = self.elapsed.as_secs_f64();
         text.push_str(&format!(
-            "differential: {} sequences, {} lines compared, {} differences ({} unexplained) in {secs:.1} s ({:.2} sequences/s)\n",
+            "differential: {} sequences, {} answers compared, {} differences ({} unexplained) in {secs:.1} s ({:.2} sequences/s)\n",
             self.sequences,
-            self.lines_compared,
+            self.values_compared,
             self.differences.len(),
             self.unexplained(),
             self.sequences as f64 / secs.max(f64::EPSILON)
@@ -218,7 +380,7 @@ pub async fn run(endpoint: &Target, options: Options) -> Result<DiffOutcome, Pro
         let on_runtime = observe(&sequence, endpoint, &naming).await;
         endpoint.cleanup(&naming).await?;
         let on_runtime = on_runtime?;
-        outcome.lines_compared += on_mock.len().max(on_runtime.len()) as u64;
+        outcome.values_compared += on_mock.len().max(on_runtime.len()) as u64;
         let found = compare(number, &on_mock, &on_runtime);
         if !found.is_empty() {
             outcome
@@ -238,7 +400,7 @@ fn show_sequence(sequence: &Sequence) -> String {
     let steps: Vec<String> = model
         .steps
         .iter()
-        .map(|step| super::apply::describe(&step.action))
+        .map(|step| describe(&step.action))
         .collect();
     let specs: Vec<String> = sequence
         .kill_specs
@@ -253,26 +415,20 @@ fn show_sequence(sequence: &Sequence) -> String {
 }
 
 /// The differences between two observations, each with its exception if one explains it.
-pub fn compare(
-    sequence: u64,
-    mock: &BTreeMap<String, String>,
-    runtime: &BTreeMap<String, String>,
-) -> Vec<Difference> {
-    const ABSENT: &str = "<absent>";
+pub fn compare(sequence: u64, mock: &Observed, runtime: &Observed) -> Vec<Difference> {
     let mut paths: Vec<&String> = mock.keys().chain(runtime.keys()).collect();
     paths.sort();
     paths.dedup();
     paths
         .into_iter()
         .filter_map(|path| {
-            let m = mock.get(path).map_or(ABSENT, String::as_str);
-            let r = runtime.get(path).map_or(ABSENT, String::as_str);
+            let (m, r) = (mock.get(path), runtime.get(path));
             (m != r).then(|| {
                 let mut difference = Difference {
                     sequence,
                     path: path.clone(),
-                    mock: m.to_owned(),
-                    runtime: r.to_owned(),
+                    mock: m.cloned(),
+                    runtime: r.cloned(),
                     exception: None,
                 };
                 difference.exception = explain(&difference);
@@ -282,154 +438,142 @@ pub fn compare(
         .collect()
 }
 
-/// Ids and IPs to aliases for one runtime's answers.
-struct Redact<'a> {
-    applied: &'a Applied,
+/// An IP in suite terms; `None` for no IP.
+fn ip(redactor: &Redactor, ip: &str) -> Option<String> {
+    (!ip.is_empty()).then(|| redactor.ip_token(ip))
 }
 
-impl Redact<'_> {
-    fn id(&self, id: &str) -> String {
-        if let Some(n) = self.applied.sandbox_number(id) {
-            return format!("s{n}");
-        }
-        if let Some(n) = self.applied.container_number(id) {
-            return format!("c{n}");
-        }
-        "<other>".to_owned()
-    }
+/// The scenario's objects of a `get_pods` pod's list, in list order (a shared runtime lists
+/// other runs' unlabelled containers in the same pod).
+fn listed(
+    redactor: &Redactor,
+    items: &[Container],
+    own: impl Fn(&str) -> Option<usize>,
+) -> Vec<Listed> {
+    items
+        .iter()
+        .filter(|item| own(&item.id.id).is_some())
+        .map(|item| Listed {
+            id: redactor.text(&item.id.id),
+            name: item.name.clone(),
+            state: item.state,
+        })
+        .collect()
+}
 
-    fn ip(&self, ip: &str) -> String {
-        if ip.is_empty() {
-            return "none".to_owned();
-        }
-        match (0..self.applied.ips.len()).find(|&n| self.applied.ip(n) == ip) {
-            Some(n) => format!("<ip:s{n}>"),
-            None => "<ip:other>".to_owned(),
-        }
+fn sandbox_seen(redactor: &Redactor, status: &v1::PodSandboxStatus) -> SandboxSeen {
+    let network = status
+        .linux
+        .as_ref()
+        .and_then(|l| l.namespaces.as_ref())
+        .and_then(|n| n.options.as_ref())
+        .map(|o| {
+            v1::NamespaceMode::try_from(o.network)
+                .map_or_else(|_| o.network.to_string(), |m| m.as_str_name().to_owned())
+        });
+    SandboxSeen {
+        id: redactor.text(&status.id),
+        state: ContainerState::from_cri_sandbox(status.state),
+        ip: ip(
+            redactor,
+            status.network.as_ref().map_or("", |n| n.ip.as_str()),
+        ),
+        network,
+        attempt: status.metadata.as_ref().map_or(0, |m| m.attempt),
     }
 }
 
-fn state_name(state: ContainerState) -> &'static str {
-    match state {
-        ContainerState::Created => "created",
-        ContainerState::Running => "running",
-        ContainerState::Exited => "exited",
-        ContainerState::Unknown => "unknown",
+fn container_seen(redactor: &Redactor, status: &ContainerStatus) -> ContainerSeen {
+    ContainerSeen {
+        id: redactor.text(&status.id.id),
+        name: status.name.clone(),
+        image: status.image.clone(),
+        exit: Exit {
+            state: status.state,
+            exit_code: status.exit_code,
+            reason: status.reason.clone(),
+        },
     }
 }
 
-fn result_lines(result: &PodSyncResult) -> String {
-    let mut steps: Vec<String> = result
+/// A kill's answer; the pod's UID reads as its alias because the redactor knows the naming.
+fn kill_seen(redactor: &Redactor, result: &PodSyncResult) -> KillSeen {
+    let mut results: Vec<ResultSeen> = result
         .results
         .iter()
-        .map(|r| {
-            let target = if r.target.starts_with("prop-") || r.target.is_empty() {
-                "<pod>".to_owned()
-            } else {
-                r.target.clone()
-            };
-            format!(
-                "{} {} {}",
-                r.action,
-                target,
-                r.error.as_deref().unwrap_or("ok")
-            )
+        .map(|r| ResultSeen {
+            action: r.action,
+            target: redactor.text(&r.target),
+            error: r.error.clone(),
         })
         .collect();
-    // KillContainer results come in the running pod's container order, which is list order;
-    // compare them as a set so that only list order itself (checked apart) can differ.
-    steps.sort();
-    format!(
-        "[{}]{}",
-        steps.join(", "),
-        if result.sync_error.is_some() {
-            " sync_error"
-        } else {
-            ""
-        }
-    )
+    results.sort_by(|a, b| {
+        (a.action.name(), &a.target, &a.error).cmp(&(b.action.name(), &b.target, &b.error))
+    });
+    KillSeen {
+        results,
+        sync_error: result.sync_error.is_some(),
+    }
 }
 
-/// Applies a sequence on a target and records the manager's redacted answers, one line each.
+fn show_key(key: PodKey) -> String {
+    match key {
+        PodKey::Pod(_) => pod_alias(key),
+        PodKey::Unlabelled => "\"\"".to_owned(),
+    }
+}
+
+/// Applies a sequence on a target and observes the manager's answers, redacted.
 pub async fn observe(
     sequence: &Sequence,
     target: &Target,
     naming: &Naming,
-) -> Result<BTreeMap<String, String>, PropError> {
+) -> Result<Observed, PropError> {
     target.reset().await?;
     let model = Model::build(&sequence.scenario, false);
     let applied = apply(&model, target, naming, false).await?;
-    let redact = Redact { applied: &applied };
-    let mut lines = BTreeMap::new();
+    let redactor = applied.redactor(naming);
+    let mut seen = Observed::new();
     for (step, outcome) in applied.outcomes.iter().enumerate() {
         let answer = match outcome {
-            Some(Ok(())) => "OK".to_owned(),
-            Some(Err(code)) => format!("{code:?}"),
-            None => "skipped".to_owned(),
+            Some(Ok(())) => StepAnswer::Ok,
+            Some(Err(code)) => StepAnswer::Refused(GrpcCode(*code)),
+            None => StepAnswer::Skipped,
         };
-        lines.insert(
-            format!(
-                "step {step:02} {}",
-                super::apply::describe(&model.steps[step].action)
-            ),
-            answer,
-        );
+        let path = format!("step {step:02} {}", describe(&model.steps[step].action));
+        seen.insert(path, Seen::Step(answer));
     }
     let plugin = Arc::new(RecordingNetworkPlugin::new());
     let manager = KubeGenericRuntimeManager::new(target.client.clone(), plugin.clone())
         .await
-        .map_err(|source| PropError::Manager {
-            property: "differential",
-            call: "new",
-            source,
-        })?;
-    let failed = |call: &'static str| {
-        move |source| PropError::Manager {
-            property: "differential",
-            call,
-            source,
-        }
-    };
+        .map_err(manager_failed("differential", "new"))?;
+    let failed = |call| manager_failed("differential", call);
     for all in [true, false] {
         let pods = manager.get_pods(all).await.map_err(failed("get_pods"))?;
-        let mut order = Vec::new();
+        let mut listed_pods = Vec::new();
         for pod in &pods {
             let Some(key) = naming.key_of(&pod.id) else {
                 continue;
             };
-            let sandboxes: Vec<String> = pod
-                .sandboxes
-                .iter()
-                .map(|s| format!("{}:{}", redact.id(&s.id.id), state_name(s.state)))
-                .filter(|s| !s.starts_with("<other>"))
-                .collect();
-            let containers: Vec<String> = pod
-                .containers
-                .iter()
-                .map(|c| format!("{}:{}:{}", redact.id(&c.id.id), c.name, state_name(c.state)))
-                .filter(|c| !c.starts_with("<other>"))
-                .collect();
+            let sandboxes = listed(&redactor, &pod.sandboxes, |id| applied.sandbox_number(id));
+            let containers = listed(&redactor, &pod.containers, |id| {
+                applied.container_number(id)
+            });
             if sandboxes.is_empty() && containers.is_empty() {
                 continue;
             }
             let alias = show_key(key);
-            order.push(alias.clone());
-            let prefix = format!("get_pods(all={all}) {alias}");
-            lines.insert(
-                format!("{prefix} identity"),
-                format!("{}/{}", pod.name, pod.namespace),
-            );
-            lines.insert(
-                format!("{prefix} sandboxes in list order"),
-                sandboxes.join(" "),
-            );
-            lines.insert(
-                format!("{prefix} containers in list order"),
-                containers.join(" "),
-            );
+            listed_pods.push(alias.clone());
+            let pod = ListedPod {
+                name: pod.name.clone(),
+                namespace: redactor.text(&pod.namespace),
+                sandboxes,
+                containers,
+            };
+            seen.insert(format!("get_pods(all={all}) {alias}"), Seen::Pod(pod));
         }
-        order.sort();
-        lines.insert(format!("get_pods(all={all}) pods"), order.join(" "));
+        listed_pods.sort();
+        seen.insert(format!("get_pods(all={all}) pods"), Seen::Pods(listed_pods));
     }
     for pod in 0..MAX_PODS {
         let (uid, name, namespace) = naming.identity(PodKey::Pod(pod));
@@ -437,49 +581,21 @@ pub async fn observe(
             .get_pod_status(&uid, &name, &namespace)
             .await
             .map_err(failed("get_pod_status"))?;
-        let prefix = format!("get_pod_status(p{pod})");
-        lines.insert(format!("{prefix} ip"), redact.ip(&status.ip));
-        let sandboxes: Vec<String> = status
+        let prefix = format!("get_pod_status({name})");
+        seen.insert(format!("{prefix} ip"), Seen::Ip(ip(&redactor, &status.ip)));
+        let sandboxes = status
             .sandbox_statuses
             .iter()
-            .map(|s| {
-                // The namespace options must be echoed: the modern kubelet recreates a
-                // sandbox whose status lacks them (spec R6.1).
-                let network = s
-                    .linux
-                    .as_ref()
-                    .and_then(|l| l.namespaces.as_ref())
-                    .and_then(|n| n.options.as_ref())
-                    .map_or("none", |o| {
-                        v1::NamespaceMode::try_from(o.network).map_or("?", |m| m.as_str_name())
-                    });
-                format!(
-                    "{}:{}:{}:net={network}:attempt={}",
-                    redact.id(&s.id),
-                    sandbox_state(s.state),
-                    redact.ip(&s.network.as_ref().map(|n| n.ip.clone()).unwrap_or_default()),
-                    s.metadata.as_ref().map_or(0, |m| m.attempt)
-                )
-            })
+            .map(|s| sandbox_seen(&redactor, s))
             .collect();
-        lines.insert(format!("{prefix} sandboxes"), sandboxes.join(" "));
-        let mut containers: Vec<String> = status
+        seen.insert(format!("{prefix} sandboxes"), Seen::Sandboxes(sandboxes));
+        let mut containers: Vec<ContainerSeen> = status
             .container_statuses
             .iter()
-            .map(|c| {
-                format!(
-                    "{}:{}:{}:exit={}:{}:{}",
-                    redact.id(&c.id.id),
-                    c.name,
-                    state_name(c.state),
-                    c.exit_code,
-                    c.reason,
-                    c.image
-                )
-            })
+            .map(|c| container_seen(&redactor, c))
             .collect();
         containers.sort();
-        lines.insert(format!("{prefix} containers"), containers.join(" "));
+        seen.insert(format!("{prefix} containers"), Seen::Containers(containers));
     }
     let keys = (0..MAX_PODS)
         .map(PodKey::Pod)
@@ -506,41 +622,28 @@ pub async fn observe(
         let spec = spec.map(|host_network| kill_spec(naming, key, host_network, &running));
         let before = plugin.calls().len();
         let result = manager.kill_pod(spec.as_ref(), &running, None).await;
-        let teardown: Vec<String> = plugin
+        let teardown = plugin
             .calls()
             .iter()
             .skip(before)
-            .map(|t| redact.id(&t.sandbox_id))
+            .map(|t| redactor.text(&t.sandbox_id))
             .collect();
         let prefix = format!("kill_pod({})", show_key(key));
-        lines.insert(format!("{prefix} results"), result_lines(&result));
-        lines.insert(format!("{prefix} teardown"), teardown.join(" "));
+        seen.insert(
+            format!("{prefix} results"),
+            Seen::Kill(kill_seen(&redactor, &result)),
+        );
+        seen.insert(format!("{prefix} teardown"), Seen::Teardown(teardown));
     }
-    after_lines(target, &applied, &redact, &mut lines).await?;
-    Ok(lines)
-}
-
-fn show_key(key: PodKey) -> String {
-    match key {
-        PodKey::Pod(_) => pod_alias(key),
-        PodKey::Unlabelled => "\"\"".to_owned(),
-    }
-}
-
-fn sandbox_state(state: i32) -> &'static str {
-    if state == v1::PodSandboxState::SandboxReady as i32 {
-        "ready"
-    } else {
-        "not_ready"
-    }
+    observe_left(target, &applied, &mut seen).await?;
+    Ok(seen)
 }
 
 /// The state every object was left in, with each container's exit.
-async fn after_lines(
+async fn observe_left(
     target: &Target,
     applied: &Applied,
-    redact: &Redact<'_>,
-    lines: &mut BTreeMap<String, String>,
+    seen: &mut Observed,
 ) -> Result<(), PropError> {
     let call = |what: &'static str| {
         move |source| PropError::Call {
@@ -554,10 +657,11 @@ async fn after_lines(
         .await
         .map_err(call("listing the sandboxes left"))?;
     for sandbox in sandboxes {
-        if applied.sandbox_number(&sandbox.id).is_some() {
-            lines.insert(
-                format!("after {}", redact.id(&sandbox.id)),
-                sandbox_state(sandbox.state).to_owned(),
+        if let Some(n) = applied.sandbox_number(&sandbox.id) {
+            let state = ContainerState::from_cri_sandbox(sandbox.state);
+            seen.insert(
+                format!("after {}", Naming::sandbox_alias(n)),
+                Seen::SandboxLeft(state),
             );
         }
     }
@@ -567,9 +671,9 @@ async fn after_lines(
         .await
         .map_err(call("listing the containers left"))?;
     for container in containers {
-        if applied.container_number(&container.id).is_none() {
+        let Some(n) = applied.container_number(&container.id) else {
             continue;
-        }
+        };
         let status = target
             .client
             .container_status(&container.id)
@@ -577,76 +681,356 @@ async fn after_lines(
             .map_err(call("reading a container's status"))?
             .status
             .unwrap_or_default();
-        lines.insert(
-            format!("after {}", redact.id(&container.id)),
-            format!(
-                "{}:exit={}:{}",
-                state_name(ContainerState::from_cri_container(status.state)),
-                status.exit_code,
-                status.reason
-            ),
+        let exit = Exit {
+            state: ContainerState::from_cri_container(status.state),
+            exit_code: status.exit_code,
+            reason: status.reason,
+        };
+        seen.insert(
+            format!("after {}", Naming::container_alias(n)),
+            Seen::ContainerLeft(exit),
         );
     }
     Ok(())
+}
+
+/// `[a, b]`.
+fn list<T: fmt::Display>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+impl fmt::Display for StepAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepAnswer::Ok => f.write_str("OK"),
+            StepAnswer::Refused(code) => write!(f, "{code}"),
+            StepAnswer::Skipped => f.write_str("skipped"),
+        }
+    }
+}
+
+impl fmt::Display for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "{} {}", self.id, self.state.name())
+        } else {
+            write!(f, "{} {} {}", self.id, self.name, self.state.name())
+        }
+    }
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} exit={}", self.state.name(), self.exit_code)?;
+        if !self.reason.is_empty() {
+            write!(f, " {}", self.reason)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for SandboxSeen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} ip={} net={} attempt={}",
+            self.id,
+            self.state.name(),
+            self.ip.as_deref().unwrap_or("none"),
+            self.network.as_deref().unwrap_or("none"),
+            self.attempt
+        )
+    }
+}
+
+impl fmt::Display for ContainerSeen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {} {}", self.id, self.name, self.exit, self.image)
+    }
+}
+
+impl fmt::Display for ResultSeen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:?} {}",
+            self.action.name(),
+            self.target,
+            self.error.as_deref().unwrap_or("ok")
+        )
+    }
+}
+
+impl fmt::Display for Seen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seen::Step(answer) => write!(f, "{answer}"),
+            Seen::Pods(pods) => f.write_str(&list(pods)),
+            Seen::Pod(pod) => write!(
+                f,
+                "{}/{} sandboxes {} containers {}",
+                pod.name,
+                pod.namespace,
+                list(&pod.sandboxes),
+                list(&pod.containers)
+            ),
+            Seen::Ip(ip) => f.write_str(ip.as_deref().unwrap_or("none")),
+            Seen::Sandboxes(sandboxes) => f.write_str(&list(sandboxes)),
+            Seen::Containers(containers) => f.write_str(&list(containers)),
+            Seen::Kill(kill) => {
+                f.write_str(&list(&kill.results))?;
+                if kill.sync_error {
+                    f.write_str(" sync_error")?;
+                }
+                Ok(())
+            }
+            Seen::Teardown(sandboxes) => f.write_str(&list(sandboxes)),
+            Seen::SandboxLeft(state) => f.write_str(state.name()),
+            Seen::ContainerLeft(exit) => write!(f, "{exit}"),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lines(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn observed(pairs: Vec<(&str, Seen)>) -> Observed {
         pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .into_iter()
+            .map(|(path, seen)| (path.to_owned(), seen))
             .collect()
     }
 
+    fn item(id: &str, name: &str, state: ContainerState) -> Listed {
+        Listed {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            state,
+        }
+    }
+
+    fn pod(sandboxes: Vec<Listed>, containers: Vec<Listed>) -> ListedPod {
+        ListedPod {
+            name: "p0".to_owned(),
+            namespace: "<namespace>".to_owned(),
+            sandboxes,
+            containers,
+        }
+    }
+
+    fn exit(state: ContainerState, exit_code: i32, reason: &str) -> Exit {
+        Exit {
+            state,
+            exit_code,
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn terminated() -> Exit {
+        exit(ContainerState::Exited, 0, "Completed")
+    }
+
+    fn killed() -> Exit {
+        exit(ContainerState::Exited, 137, "Error")
+    }
+
+    fn status(id: &str, image: &str, exit: Exit) -> ContainerSeen {
+        ContainerSeen {
+            id: id.to_owned(),
+            name: "app".to_owned(),
+            image: image.to_owned(),
+            exit,
+        }
+    }
+
+    /// The exception `compare` finds for one path the two runtimes answered differently.
+    fn exception_of(mock: Seen, runtime: Seen) -> Option<&'static str> {
+        let found = compare(
+            0,
+            &observed(vec![("x", mock)]),
+            &observed(vec![("x", runtime)]),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        found[0].exception
+    }
+
     #[test]
-    fn compare_reports_changed_missing_and_extra_lines() {
-        let mock = lines(&[("a", "1"), ("b", "2")]);
-        let runtime = lines(&[("a", "1"), ("b", "3"), ("c", "4")]);
+    fn compare_reports_changed_missing_and_extra_answers() {
+        let mock = observed(vec![
+            ("a", Seen::Ip(Some("<ip:s0>".to_owned()))),
+            ("b", Seen::Step(StepAnswer::Ok)),
+        ]);
+        let not_found = StepAnswer::Refused(GrpcCode(tonic::Code::NotFound));
+        let runtime = observed(vec![
+            ("a", Seen::Ip(Some("<ip:s0>".to_owned()))),
+            ("b", Seen::Step(not_found)),
+            ("c", Seen::Teardown(vec![])),
+        ]);
         let found = compare(7, &mock, &runtime);
-        let shown: Vec<(&str, &str, &str)> = found
+        let shown: Vec<(&str, String, String)> = found
             .iter()
-            .map(|d| (d.path.as_str(), d.mock.as_str(), d.runtime.as_str()))
+            .map(|d| {
+                let (m, r) = (side(d.mock.as_ref()), side(d.runtime.as_ref()));
+                (d.path.as_str(), m, r)
+            })
             .collect();
-        assert_eq!(shown, vec![("b", "2", "3"), ("c", "<absent>", "4")]);
-        assert!(found.iter().all(|d| d.sequence == 7));
+        assert_eq!(
+            shown,
+            vec![
+                ("b", "OK".to_owned(), "NotFound".to_owned()),
+                ("c", "<absent>".to_owned(), "[]".to_owned())
+            ]
+        );
+        assert!(found
+            .iter()
+            .all(|d| d.sequence == 7 && d.exception.is_none()));
     }
 
     #[test]
     fn list_order_explains_the_same_items_in_another_order_only() {
-        let path = "get_pods(all=true) p0 sandboxes in list order";
-        let mock = lines(&[(path, "s0:running s1:exited")]);
-        let reordered = lines(&[(path, "s1:exited s0:running")]);
-        let other_state = lines(&[(path, "s1:running s0:running")]);
+        let s0 = item("<sandbox:s0>", "", ContainerState::Running);
+        let s1 = item("<sandbox:s1>", "", ContainerState::Exited);
+        let c0 = item("<container:c0>", "app", ContainerState::Running);
+        let listed = pod(vec![s0.clone(), s1.clone()], vec![c0.clone()]);
+        let reordered = pod(vec![s1.clone(), s0.clone()], vec![c0.clone()]);
         assert_eq!(
-            compare(0, &mock, &reordered)[0].exception,
+            exception_of(Seen::Pod(listed.clone()), Seen::Pod(reordered.clone())),
             Some("list-order")
         );
-        assert_eq!(compare(0, &mock, &other_state)[0].exception, None);
-        let ip = lines(&[("get_pod_status(p0) ip", "<ip:s0>")]);
-        let no_ip = lines(&[("get_pod_status(p0) ip", "none")]);
-        assert_eq!(compare(0, &ip, &no_ip)[0].exception, None);
+        // Near misses: another state, another multiset, another identity, another answer.
+        let s1_running = item("<sandbox:s1>", "", ContainerState::Running);
+        let other_state = pod(vec![s1_running, s0.clone()], vec![c0]);
+        assert_eq!(
+            exception_of(Seen::Pod(listed.clone()), Seen::Pod(other_state)),
+            None
+        );
+        let twice = pod(vec![s0.clone(), s0.clone(), s1.clone()], vec![]);
+        let other_twice = pod(vec![s1.clone(), s0, s1], vec![]);
+        assert_eq!(exception_of(Seen::Pod(twice), Seen::Pod(other_twice)), None);
+        let mut renamed = reordered;
+        renamed.namespace = "other".to_owned();
+        assert_eq!(exception_of(Seen::Pod(listed), Seen::Pod(renamed)), None);
+        assert_eq!(
+            exception_of(Seen::Ip(Some("<ip:s0>".to_owned())), Seen::Ip(None)),
+            None
+        );
+        let order = |pods: &[&str]| Seen::Pods(pods.iter().map(|p| (*p).to_owned()).collect());
+        assert_eq!(
+            exception_of(order(&["p0", "p1"]), order(&["p1", "p0"])),
+            None
+        );
     }
 
     #[test]
     fn term_before_trap_explains_only_a_graceful_exit_seen_as_a_kill() {
-        let path = "after c3";
-        let mock = lines(&[(path, "exited:exit=0:Completed")]);
-        let killed = lines(&[(path, "exited:exit=137:Error")]);
-        let running = lines(&[(path, "running:exit=0:")]);
+        let left = Seen::ContainerLeft;
         assert_eq!(
-            compare(0, &mock, &killed)[0].exception,
+            exception_of(left(terminated()), left(killed())),
             Some("term-before-trap")
         );
-        assert_eq!(compare(0, &mock, &running)[0].exception, None);
-        assert_eq!(compare(0, &killed, &mock)[0].exception, None);
+        let running = exit(ContainerState::Running, 0, "");
+        assert_eq!(exception_of(left(terminated()), left(running)), None);
+        assert_eq!(exception_of(left(killed()), left(terminated())), None);
+        let failed = exit(ContainerState::Exited, 1, "Error");
+        assert_eq!(exception_of(left(terminated()), left(failed)), None);
+        let oom = exit(ContainerState::Exited, 137, "OOMKilled");
+        assert_eq!(exception_of(left(terminated()), left(oom)), None);
+    }
+
+    #[test]
+    fn term_before_trap_in_pod_status_needs_everything_else_equal() {
+        let other = status("<container:c1>", "busybox", killed());
+        let mock = Seen::Containers(vec![
+            status("<container:c0>", "busybox", terminated()),
+            other.clone(),
+        ]);
+        let with = |first: ContainerSeen| Seen::Containers(vec![first, other.clone()]);
+        assert_eq!(
+            exception_of(
+                mock.clone(),
+                with(status("<container:c0>", "busybox", killed()))
+            ),
+            Some("term-before-trap")
+        );
+        let other_image = with(status("<container:c0>", "pause", killed()));
+        assert_eq!(exception_of(mock.clone(), other_image), None);
+        let other_container = with(status("<container:c2>", "busybox", killed()));
+        assert_eq!(exception_of(mock.clone(), other_container), None);
+        let one_missing = Seen::Containers(vec![status("<container:c0>", "busybox", killed())]);
+        assert_eq!(exception_of(mock, one_missing), None);
     }
 
     #[test]
     fn identical_observations_have_no_difference() {
-        let same = lines(&[("a", "1")]);
+        let same = observed(vec![("a", Seen::SandboxLeft(ContainerState::Exited))]);
         assert!(compare(0, &same, &same).is_empty());
+    }
+
+    #[test]
+    fn a_kill_names_the_pod_by_the_naming_not_by_the_look_of_its_uid() {
+        let naming = Naming {
+            run_id: "r1".to_owned(),
+            case: 3,
+        };
+        let another_case = Naming {
+            run_id: "r1".to_owned(),
+            case: 4,
+        };
+        let redactor = Applied::default().redactor(&naming);
+        let step = |action, target: String| crate::manager::SyncResult {
+            action,
+            target,
+            error: None,
+            message: String::new(),
+        };
+        let result = PodSyncResult {
+            results: vec![
+                step(SyncAction::TeardownNetwork, naming.pod_uid(1)),
+                step(SyncAction::KillContainer, "app".to_owned()),
+                step(SyncAction::KillPodSandbox, another_case.pod_uid(1)),
+            ],
+            sync_error: None,
+        };
+        let targets: Vec<String> = kill_seen(&redactor, &result)
+            .results
+            .into_iter()
+            .map(|r| r.target)
+            .collect();
+        assert_eq!(targets, ["app", "prop-r1-4-p1", "<uid:p1>"]);
+    }
+
+    #[test]
+    fn the_report_shows_the_path_and_both_sides() {
+        let outcome = DiffOutcome {
+            sequences: 1,
+            differences: compare(
+                0,
+                &observed(vec![("after c0", Seen::ContainerLeft(terminated()))]),
+                &observed(vec![("after c0", Seen::ContainerLeft(killed()))]),
+            ),
+            ..DiffOutcome::default()
+        };
+        let report = outcome.report();
+        let expected = "sequence 0 after c0: [exception term-before-trap]\n  \
+                        mock:    exited exit=0 Completed\n  \
+                        runtime: exited exit=137 Error\n";
+        assert!(report.contains(expected), "{report}");
+        assert_eq!(outcome.unexplained(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_mock_observed_as_the_runtime_agrees_with_a_fresh_mock() {
+        let endpoint = Target::mock(&MockRuntime::new()).await.unwrap();
+        let options = Options {
+            sequences: 12,
+            rng: TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
+            run_id: "selfdiff".to_owned(),
+        };
+        let outcome = run(&endpoint, options).await.unwrap();
+        assert_eq!(outcome.sequences, 12);
+        assert!(outcome.values_compared > 12, "{}", outcome.report());
+        assert!(outcome.differences.is_empty(), "{}", outcome.report());
     }
 }

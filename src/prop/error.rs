@@ -75,7 +75,7 @@ pub enum PropError {
         suite: String,
         /// The serializer's error.
         #[source]
-        source: serde_yaml::Error,
+        source: serde_saphyr::SerializeError,
     },
     /// The generator gave up on a value (a strategy rejected too many).
     #[error("cannot generate {what}: {reason}")]
@@ -125,5 +125,17 @@ pub(crate) fn violation(
         what: what.into(),
         expected: expected.to_string(),
         actual: actual.to_string(),
+    }
+}
+
+/// Maps a failed manager `call` of `property` to its error.
+pub(crate) fn manager_failed(
+    property: &'static str,
+    call: &'static str,
+) -> impl FnOnce(ManagerError) -> PropError {
+    move |source| PropError::Manager {
+        property,
+        call,
+        source,
     }
 }

@@ -13,7 +13,7 @@ mod suite_out;
 
 pub use apply::{
     apply, control_client, describe, read_state, sandbox_config, Applied, RuntimeState, Target,
-    BUSYBOX_IMAGE, CONTAINER_COMMAND, INJECTED_MESSAGE,
+    INJECTED_MESSAGE,
 };
 pub use error::PropError;
 pub use model::{
@@ -27,4 +27,4 @@ pub use scenario::{
     faults, kill_plan, scenario, version_string, Faults, KillPlan, KillTarget, Op, PodLabels,
     Profile, Scenario, CONTAINER_NAMES, MAX_PODS, MAX_SANDBOXES_PER_POD,
 };
-pub use suite_out::{scenario_of, suite_case, suite_file};
+pub use suite_out::{scenario_of, suite_case, suite_file, SuiteCase};

@@ -41,9 +41,19 @@ impl Naming {
         format!("prop-{}-{}-p{pod}", self.run_id, self.case)
     }
 
-    /// Pod `pN`'s name.
+    /// Pod `pN`'s name, also its alias in reports and suite files.
     pub fn pod_name(pod: u8) -> String {
         format!("p{pod}")
+    }
+
+    /// Sandbox number `n`'s alias in reports and suite files (`s3`).
+    pub fn sandbox_alias(n: usize) -> String {
+        format!("s{n}")
+    }
+
+    /// Container number `n`'s alias in reports and suite files (`c1`).
+    pub fn container_alias(n: usize) -> String {
+        format!("c{n}")
     }
 
     /// UID, name and namespace of a pod as the manager reports them.
@@ -455,11 +465,7 @@ impl Model {
         let mut pods: BTreeMap<PodKey, ExpectedPod> = BTreeMap::new();
         for (number, sandbox) in self.live_sandboxes() {
             if all || sandbox.ready {
-                let state = if sandbox.ready {
-                    ContainerState::Running
-                } else {
-                    ContainerState::Exited
-                };
+                let state = sandbox_state(sandbox.ready);
                 pods.entry(PodKey::Pod(sandbox.pod))
                     .or_default()
                     .sandboxes
@@ -588,6 +594,16 @@ impl Model {
 }
 
 /// The number an index picks among `len` objects; `None` when there are none.
+/// A sandbox's state as the manager (and the suites) name it: READY is running, NOTREADY
+/// exited.
+pub fn sandbox_state(ready: bool) -> ContainerState {
+    if ready {
+        ContainerState::Running
+    } else {
+        ContainerState::Exited
+    }
+}
+
 fn pick(index: &proptest::sample::Index, len: usize) -> Option<usize> {
     (len > 0).then(|| index.index(len))
 }
@@ -600,7 +616,7 @@ fn stop_container(container: &mut ContainerModel) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::prop::scenario::{Faults, KillTarget};
     use proptest::sample::Index;
@@ -622,7 +638,8 @@ mod tests {
         }
     }
 
-    fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
+    /// A RunSandbox operation, for the module tests of `prop`.
+    pub(in crate::prop) fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
         Op::RunSandbox {
             pod,
             attempt,

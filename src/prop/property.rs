@@ -9,7 +9,7 @@ use proptest::strategy::BoxedStrategy;
 
 use super::apply::{apply, read_state, Target, INJECTED_MESSAGE};
 use super::check::{self, KillObservation, Scope};
-use super::error::{violation, PropError};
+use super::error::{manager_failed, violation, PropError};
 use super::model::{Model, Naming, PodKey};
 use super::scenario::{
     kill_plan, scenario, version_string, KillPlan, KillTarget, Profile, Scenario, MAX_PODS,
@@ -138,11 +138,7 @@ async fn manager(
 ) -> Result<KubeGenericRuntimeManager, PropError> {
     KubeGenericRuntimeManager::new(target.client.clone(), plugin)
         .await
-        .map_err(|source| PropError::Manager {
-            property: property.name(),
-            call: "new",
-            source,
-        })
+        .map_err(manager_failed(property.name(), "new"))
 }
 
 async fn get_pods(
@@ -158,11 +154,7 @@ async fn get_pods(
         let pods = manager
             .get_pods(all)
             .await
-            .map_err(|source| PropError::Manager {
-                property: check::GET_PODS,
-                call: "get_pods",
-                source,
-            })?;
+            .map_err(manager_failed(check::GET_PODS, "get_pods"))?;
         check::check_get_pods(&model, &applied, naming, all, &pods, scope)?;
     }
     Ok(())
@@ -181,11 +173,7 @@ async fn pod_status(
         let status = manager
             .get_pod_status(&uid, &name, &namespace)
             .await
-            .map_err(|source| PropError::Manager {
-                property: check::POD_STATUS,
-                call: "get_pod_status",
-                source,
-            })?;
+            .map_err(manager_failed(check::POD_STATUS, "get_pod_status"))?;
         check::check_pod_status(&model, &applied, naming, pod, &status)?;
     }
     Ok(())
@@ -267,11 +255,7 @@ async fn kill(
     let pods = manager
         .get_pods(true)
         .await
-        .map_err(|source| PropError::Manager {
-            property: check::KILL_POD,
-            call: "get_pods",
-            source,
-        })?;
+        .map_err(manager_failed(check::KILL_POD, "get_pods"))?;
     let own = (scope == Scope::Own).then_some(&applied);
     let running = running_pod(pods, naming, key, own);
     let view = check::running_view(&applied, &running, scope)?;
@@ -323,15 +307,19 @@ async fn kill(
     )
 }
 
+/// The Version answer the version property makes the mock give: `version` as the API version,
+/// [`VERSION_RUNTIME_NAME`] as the runtime's name.
+pub fn version_answer(version: &str) -> v1::VersionResponse {
+    v1::VersionResponse {
+        version: version.to_owned(),
+        runtime_name: VERSION_RUNTIME_NAME.to_owned(),
+        runtime_version: "1.0.0".to_owned(),
+        runtime_api_version: "v1".to_owned(),
+    }
+}
+
 async fn version_gating(version: &str, target: &Target) -> Result<(), PropError> {
-    target
-        .set_version(v1::VersionResponse {
-            version: version.to_owned(),
-            runtime_name: VERSION_RUNTIME_NAME.to_owned(),
-            runtime_version: "1.0.0".to_owned(),
-            runtime_api_version: "v1".to_owned(),
-        })
-        .await?;
+    target.set_version(version_answer(version)).await?;
     let outcome =
         KubeGenericRuntimeManager::new(target.client.clone(), Arc::new(NoopNetworkPlugin)).await;
     check::check_version_gating(

@@ -1,58 +1,58 @@
 //! A failing property case written as a suite file in the runner's format, so that
 //! `cri-harness run --mock --suites DIR` replays it: the scenario's accepted steps (with the
 //! clock set before each sandbox where the case used it), the faults, and the manager call with
-//! the model's expectation. The runner hands `kill_pod` the sandboxes newest-created first, so
-//! kill expectations are computed for that order.
+//! the model's expectation. The case is built from the registry's typed steps and printed by
+//! their `Serialize`, so it always reads back as the loader expects. The runner hands
+//! `kill_pod` the sandboxes newest-created first, so kill expectations are computed for that
+//! order.
 
-use serde_yaml::{Mapping, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Serialize;
+
+use super::apply::STOP_TIMEOUT_SECONDS;
 use super::check::pod_alias;
 use super::error::PropError;
 use super::model::{Action, Model, Naming, Outcome, PodKey, RunningView, CLOCK_BASE_SECONDS};
-use super::property::{kill_key, Case, Property, VERSION_RUNTIME_NAME};
+use super::property::{kill_key, version_answer, Case, Property, VERSION_RUNTIME_NAME};
 use super::scenario::{Faults, KillPlan, Scenario, MAX_PODS};
 use super::INJECTED_MESSAGE;
-use crate::manager::ContainerState;
+use crate::manager::{
+    SyncAction, KILL_POD_SANDBOX_ERROR, KUBE_RUNTIME_API_VERSION, TEARDOWN_NETWORK_ERROR,
+};
+use crate::suite::step::{
+    self, CreateContainer, ErrorExpect, ErrorKind, GetPodStatus, GetPods, GetPodsExpect, GrpcCode,
+    IpExpect, KillExpect, KillPod, MockInjectError, MockSetClock, MockSetVersion, NewManager,
+    NewManagerExpect, PodExpect, PodStatusExpect, RemoveContainer, RemoveSandbox, RunSandbox,
+    StartContainer, State, Step, StopContainer, StopSandbox, Stopped, SyncResultExpect, BUSYBOX,
+};
+use crate::suite::Need;
 
-fn text(s: impl Into<String>) -> Value {
-    Value::String(s.into())
+/// One case of a printed suite file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuiteCase {
+    /// The case's name (the property's, in kebab case).
+    pub name: String,
+    /// Why it was printed.
+    pub about: String,
+    /// `mock_control` when it sets the clock, injects faults or sets the version.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    /// Its steps.
+    pub steps: Vec<Step>,
 }
 
-fn map<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    let mut mapping = Mapping::new();
-    for (key, value) in pairs {
-        mapping.insert(text(key), value);
-    }
-    Value::Mapping(mapping)
-}
-
-fn list(items: impl IntoIterator<Item = String>) -> Value {
-    Value::Sequence(items.into_iter().map(Value::String).collect())
-}
-
-fn step(name: &str, body: Value) -> Value {
-    map([(name, body)])
-}
-
-fn sandbox(n: usize) -> String {
-    format!("s{n}")
-}
-
-fn container(n: usize) -> String {
-    format!("c{n}")
-}
-
-fn state(state: ContainerState) -> Value {
-    text(match state {
-        ContainerState::Created => "created",
-        ContainerState::Running => "running",
-        ContainerState::Exited => "exited",
-        ContainerState::Unknown => "unknown",
-    })
+/// A suite file, as the loader reads it.
+#[derive(Debug, Serialize)]
+struct SuiteFile<'a> {
+    suite: &'a str,
+    about: &'a str,
+    tags: [&'a str; 1],
+    cases: &'a [SuiteCase],
 }
 
 /// The scenario's accepted steps (refused ones change nothing and would stop the runner).
-fn scenario_steps(model: &Model) -> Vec<Value> {
+fn scenario_steps(model: &Model) -> Vec<Step> {
     let mut steps = Vec::new();
     for planned in &model.steps {
         if planned.expect != Outcome::Accepted {
@@ -67,30 +67,28 @@ fn scenario_steps(model: &Model) -> Vec<Value> {
                 created_rank,
             } => {
                 if model.clock {
-                    steps.push(step(
-                        "mock_set_clock",
-                        map([(
-                            "unix_seconds",
-                            Value::from(CLOCK_BASE_SECONDS + created_rank),
-                        )]),
-                    ));
+                    steps.push(Step::MockSetClock(MockSetClock {
+                        unix_seconds: CLOCK_BASE_SECONDS + created_rank,
+                    }));
                 }
-                steps.push(step(
-                    "run_sandbox",
-                    map([
-                        ("as", text(sandbox(*n))),
-                        ("pod", text(Naming::pod_name(*pod))),
-                        ("attempt", Value::from(*attempt)),
-                        ("host_network", Value::from(*host_network)),
-                    ]),
-                ));
+                steps.push(Step::RunSandbox(RunSandbox {
+                    alias: Naming::sandbox_alias(*n),
+                    pod: Naming::pod_name(*pod),
+                    attempt: *attempt,
+                    host_network: *host_network,
+                    labels: BTreeMap::new(),
+                    annotations: BTreeMap::new(),
+                    pod_labels: true,
+                }));
             }
             Action::RunSandbox { sandbox: None, .. } => {}
             Action::StopSandbox { sandbox: n } => {
-                steps.push(step("stop_sandbox", text(sandbox(*n))));
+                steps.push(Step::StopSandbox(StopSandbox(Naming::sandbox_alias(*n))));
             }
             Action::RemoveSandbox { sandbox: n } => {
-                steps.push(step("remove_sandbox", text(sandbox(*n))));
+                steps.push(Step::RemoveSandbox(RemoveSandbox(Naming::sandbox_alias(
+                    *n,
+                ))));
             }
             Action::CreateContainer {
                 container: Some(n),
@@ -100,83 +98,96 @@ fn scenario_steps(model: &Model) -> Vec<Value> {
                 start,
             } => {
                 let own = model.sandboxes[*s].pod;
-                let mut body = Mapping::new();
-                body.insert(text("as"), text(container(*n)));
-                body.insert(text("sandbox"), text(sandbox(*s)));
-                body.insert(text("name"), text(*name));
-                match labels {
-                    Some(pod) if *pod == own => {}
-                    Some(pod) => {
-                        body.insert(text("pod_labels"), text(Naming::pod_name(*pod)));
-                    }
-                    None => {
-                        body.insert(text("pod_labels"), text("none"));
-                    }
-                }
-                steps.push(step("create_container", Value::Mapping(body)));
+                let pod_labels = match labels {
+                    Some(pod) if *pod == own => None,
+                    Some(pod) => Some(Naming::pod_name(*pod)),
+                    None => Some("none".to_owned()),
+                };
+                let alias = Naming::container_alias(*n);
+                steps.push(Step::CreateContainer(CreateContainer {
+                    alias: alias.clone(),
+                    sandbox: Naming::sandbox_alias(*s),
+                    name: Some((*name).to_owned()),
+                    image: BUSYBOX.to_owned(),
+                    command: None,
+                    attempt: 0,
+                    pod_labels,
+                    labels: BTreeMap::new(),
+                    annotations: BTreeMap::new(),
+                }));
                 if *start {
-                    steps.push(step("start_container", text(container(*n))));
+                    steps.push(Step::StartContainer(StartContainer(alias)));
                 }
             }
             Action::CreateContainer {
                 container: None, ..
             } => {}
             Action::StopContainer { container: n } => {
-                steps.push(step(
-                    "stop_container",
-                    map([
-                        ("container", text(container(*n))),
-                        ("timeout", Value::from(2)),
-                    ]),
-                ));
+                steps.push(Step::StopContainer(StopContainer {
+                    container: Naming::container_alias(*n),
+                    timeout: STOP_TIMEOUT_SECONDS,
+                }));
             }
             Action::RemoveContainer { container: n } => {
-                steps.push(step("remove_container", text(container(*n))));
+                steps.push(Step::RemoveContainer(RemoveContainer(
+                    Naming::container_alias(*n),
+                )));
             }
         }
     }
     steps
 }
 
-fn get_pods_step(model: &Model, all: bool) -> Value {
+fn get_pods_step(model: &Model, all: bool) -> Step {
     let pods = model.pods(all);
-    let mut expected = Mapping::new();
-    for (key, pod) in &pods {
-        let mut states = Mapping::new();
-        for (n, s) in &pod.sandboxes {
-            states.insert(text(sandbox(*n)), state(*s));
-        }
-        for (n, s) in &pod.containers {
-            states.insert(text(container(*n)), state(*s));
-        }
-        expected.insert(
-            text(pod_alias(*key)),
-            map([
-                ("sandboxes", list(pod.sandboxes.keys().map(|n| sandbox(*n)))),
-                (
-                    "containers",
-                    list(pod.containers.keys().map(|n| container(*n))),
+    let expected = pods
+        .iter()
+        .map(|(key, pod)| {
+            let sandboxes = pod
+                .sandboxes
+                .iter()
+                .map(|(n, s)| (Naming::sandbox_alias(*n), *s));
+            let containers = pod
+                .containers
+                .iter()
+                .map(|(n, s)| (Naming::container_alias(*n), *s));
+            let expect = PodExpect {
+                sandboxes: Some(
+                    pod.sandboxes
+                        .keys()
+                        .copied()
+                        .map(Naming::sandbox_alias)
+                        .collect(),
                 ),
-                ("states", Value::Mapping(states)),
-            ]),
-        );
-    }
-    let mut only: Vec<String> = pods.keys().map(|k| pod_alias(*k)).collect();
-    only.sort();
-    step(
-        "get_pods",
-        map([
-            ("all", Value::from(all)),
-            (
-                "expect",
-                map([("only", list(only)), ("pods", Value::Mapping(expected))]),
-            ),
-        ]),
-    )
+                containers: Some(
+                    pod.containers
+                        .keys()
+                        .copied()
+                        .map(Naming::container_alias)
+                        .collect(),
+                ),
+                states: sandboxes
+                    .chain(containers)
+                    .map(|(alias, state)| (alias, State(state)))
+                    .collect(),
+                ..PodExpect::default()
+            };
+            (pod_alias(*key), expect)
+        })
+        .collect();
+    let only: BTreeSet<String> = pods.keys().map(|k| pod_alias(*k)).collect();
+    Step::GetPods(GetPods {
+        all,
+        expect: GetPodsExpect {
+            only: Some(only.into_iter().collect()),
+            pods: expected,
+            ..GetPodsExpect::default()
+        },
+    })
 }
 
-fn pod_status_steps(model: &Model) -> Vec<Value> {
-    let mut used: std::collections::BTreeSet<u8> = model
+fn pod_status_steps(model: &Model) -> Vec<Step> {
+    let mut used: BTreeSet<u8> = model
         .sandboxes
         .iter()
         .map(|s| s.pod)
@@ -190,35 +201,38 @@ fn pod_status_steps(model: &Model) -> Vec<Value> {
         .filter(|pod| used.contains(pod))
         .map(|pod| {
             let expected = model.pod_status(pod);
-            let ip = match expected.ip_of {
-                Some(n) => map([("of", text(sandbox(n)))]),
-                None => text("none"),
-            };
-            step(
-                "get_pod_status",
-                map([
-                    ("pod", text(Naming::pod_name(pod))),
-                    (
-                        "expect",
-                        map([
-                            ("ip", ip),
-                            (
-                                "sandboxes",
-                                list(expected.sandboxes.iter().map(|n| sandbox(*n))),
-                            ),
-                            (
-                                "containers",
-                                list(expected.containers.iter().map(|n| container(*n))),
-                            ),
-                        ]),
+            Step::GetPodStatus(GetPodStatus {
+                pod: Naming::pod_name(pod),
+                expect: PodStatusExpect {
+                    ip: Some(
+                        expected
+                            .ip_of
+                            .map_or(IpExpect::None, |n| IpExpect::Of(Naming::sandbox_alias(n))),
                     ),
-                ]),
-            )
+                    sandboxes: Some(
+                        expected
+                            .sandboxes
+                            .iter()
+                            .copied()
+                            .map(Naming::sandbox_alias)
+                            .collect(),
+                    ),
+                    containers: Some(
+                        expected
+                            .containers
+                            .iter()
+                            .copied()
+                            .map(Naming::container_alias)
+                            .collect(),
+                    ),
+                    ..PodStatusExpect::default()
+                },
+            })
         })
         .collect()
 }
 
-fn fault_steps(faults: &Faults) -> Vec<Value> {
+fn fault_steps(faults: &Faults) -> Vec<Step> {
     [
         ("StopContainer", faults.stop_container),
         ("StopPodSandbox", faults.stop_pod_sandbox),
@@ -228,15 +242,12 @@ fn fault_steps(faults: &Faults) -> Vec<Value> {
     .into_iter()
     .filter(|(_, count)| *count > 0)
     .map(|(method, count)| {
-        step(
-            "mock_inject_error",
-            map([
-                ("method", text(method)),
-                ("code", text("Internal")),
-                ("message", text(INJECTED_MESSAGE)),
-                ("count", Value::from(count)),
-            ]),
-        )
+        Step::MockInjectError(MockInjectError {
+            method: method.to_owned(),
+            code: GrpcCode(tonic::Code::Internal),
+            message: INJECTED_MESSAGE.to_owned(),
+            count,
+        })
     })
     .collect()
 }
@@ -249,84 +260,97 @@ fn runner_view(model: &Model, key: PodKey) -> RunningView {
     view
 }
 
-fn kill_step(model: &Model, plan: &KillPlan) -> Value {
+/// One expected sync result: `error` is the error kind, `None` for no error.
+fn result(action: SyncAction, target: Option<&str>, error: Option<&str>) -> SyncResultExpect {
+    SyncResultExpect {
+        action: step::Action(action),
+        target: target.map(str::to_owned),
+        error: Some(error.unwrap_or("none").to_owned()),
+        message: None,
+        message_contains: None,
+    }
+}
+
+fn kill_step(model: &Model, plan: &KillPlan) -> Step {
     let key = kill_key(plan.target);
     let view = runner_view(model, key);
     let expected = model.kill(&view, plan);
     let target = pod_alias(key);
-    let mut results = Vec::new();
-    for _ in 0..expected.container_results {
-        let mut result = Mapping::new();
-        result.insert(text("action"), text("kill_container"));
-        if expected.container_failures == 0 {
-            result.insert(text("error"), text("none"));
-        }
-        results.push(Value::Mapping(result));
-    }
+    let mut results: Vec<SyncResultExpect> = (0..expected.container_results)
+        .map(|_| {
+            let mut kill = result(SyncAction::KillContainer, None, None);
+            if expected.container_failures > 0 {
+                // Which of them fail depends on the order the manager stops them in.
+                kill.error = None;
+            }
+            kill
+        })
+        .collect();
     if expected.teardown.is_some() {
-        let error = if expected.teardown_fails {
-            "TeardownNetworkError"
-        } else {
-            "none"
-        };
-        results.push(map([
-            ("action", text("teardown_network")),
-            ("target", text(target.clone())),
-            ("error", text(error)),
-        ]));
+        let error = expected.teardown_fails.then_some(TEARDOWN_NETWORK_ERROR);
+        results.push(result(SyncAction::TeardownNetwork, Some(&target), error));
     }
     if let Some(fails) = expected.sandbox_step {
-        let error = if fails { "KillPodSandboxError" } else { "none" };
-        results.push(map([
-            ("action", text("kill_pod_sandbox")),
-            ("target", text(target.clone())),
-            ("error", text(error)),
-        ]));
+        let error = fails.then_some(KILL_POD_SANDBOX_ERROR);
+        results.push(result(SyncAction::KillPodSandbox, Some(&target), error));
     }
-    let mut expect = Mapping::new();
-    expect.insert(
-        text("teardown"),
-        list(expected.teardown.iter().map(|n| sandbox(*n))),
-    );
-    expect.insert(text("failed"), Value::from(expected.fails()));
-    expect.insert(text("results"), Value::Sequence(results));
-    if !plan.faults.injects_errors() {
-        expect.insert(text("stopped"), text("all"));
-    }
-    let mut body = Mapping::new();
-    body.insert(text("pod"), text(target));
-    body.insert(text("with_spec"), Value::from(plan.spec.is_some()));
-    if let Some(host_network) = plan.spec {
-        body.insert(text("host_network"), Value::from(host_network));
-    }
-    if plan.faults.teardown_fails {
-        body.insert(text("teardown_fails"), text(INJECTED_MESSAGE));
-    }
-    body.insert(text("expect"), Value::Mapping(expect));
-    step("kill_pod", Value::Mapping(body))
+    Step::KillPod(KillPod {
+        pod: target,
+        with_spec: plan.spec.is_some(),
+        host_network: plan.spec,
+        spec: step::SpecFields::default(),
+        grace_override: None,
+        teardown_fails: plan
+            .faults
+            .teardown_fails
+            .then(|| INJECTED_MESSAGE.to_owned()),
+        extra_containers: Vec::new(),
+        expect: KillExpect {
+            teardown: Some(
+                expected
+                    .teardown
+                    .iter()
+                    .copied()
+                    .map(Naming::sandbox_alias)
+                    .collect(),
+            ),
+            stopped: (!plan.faults.injects_errors()).then_some(Stopped::All),
+            results: Some(results),
+            failed: Some(expected.fails()),
+        },
+    })
 }
 
-fn version_steps(version: &str) -> Vec<Value> {
-    let expect = if version == crate::manager::KUBE_RUNTIME_API_VERSION {
-        map([("runtime_type", text(VERSION_RUNTIME_NAME))])
+fn version_steps(version: &str) -> Vec<Step> {
+    let answer = version_answer(version);
+    let expect = if version == KUBE_RUNTIME_API_VERSION {
+        NewManagerExpect {
+            runtime_type: Some(VERSION_RUNTIME_NAME.to_owned()),
+            ..NewManagerExpect::default()
+        }
     } else {
-        map([("error", map([("kind", text("version_not_supported"))]))])
+        NewManagerExpect {
+            error: Some(ErrorExpect {
+                kind: Some(ErrorKind::VersionNotSupported),
+                ..ErrorExpect::default()
+            }),
+            ..NewManagerExpect::default()
+        }
     };
     vec![
-        step(
-            "mock_set_version",
-            map([
-                ("version", text(version)),
-                ("runtime_name", text(VERSION_RUNTIME_NAME)),
-            ]),
-        ),
-        step("new_manager", map([("expect", expect)])),
+        Step::MockSetVersion(MockSetVersion {
+            version: answer.version,
+            runtime_name: answer.runtime_name,
+            runtime_version: answer.runtime_version,
+            runtime_api_version: answer.runtime_api_version,
+        }),
+        Step::NewManager(NewManager { expect }),
     ]
 }
 
 /// One suite case reproducing `case` of `property`; `mock_control` tells whether the scenario
 /// was generated for the mock (clock offsets, injected faults).
-pub fn suite_case(property: Property, case: &Case, mock_control: bool, about: &str) -> Value {
+pub fn suite_case(property: Property, case: &Case, mock_control: bool, about: &str) -> SuiteCase {
     let (steps, needs_mock) = match case {
         Case::Scenario(scenario) => {
             let model = Model::build(scenario, mock_control);
@@ -349,25 +373,27 @@ pub fn suite_case(property: Property, case: &Case, mock_control: bool, about: &s
         }
         Case::Version(version) => (version_steps(version), true),
     };
-    let mut body = Mapping::new();
-    body.insert(text("name"), text(property.name().replace('_', "-")));
-    body.insert(text("about"), text(about));
-    if needs_mock {
-        body.insert(text("needs"), list(["mock_control".to_owned()]));
+    SuiteCase {
+        name: property.name().replace('_', "-"),
+        about: about.to_owned(),
+        needs: if needs_mock {
+            vec![Need::MockControl.to_string()]
+        } else {
+            Vec::new()
+        },
+        steps,
     }
-    body.insert(text("steps"), Value::Sequence(steps));
-    Value::Mapping(body)
 }
 
 /// A whole suite file of failing cases.
-pub fn suite_file(name: &str, about: &str, cases: Vec<Value>) -> Result<String, PropError> {
-    let suite = map([
-        ("suite", text(name)),
-        ("about", text(about)),
-        ("tags", list(["prop".to_owned()])),
-        ("cases", Value::Sequence(cases)),
-    ]);
-    serde_yaml::to_string(&suite).map_err(|source| PropError::Render {
+pub fn suite_file(name: &str, about: &str, cases: Vec<SuiteCase>) -> Result<String, PropError> {
+    let file = SuiteFile {
+        suite: name,
+        about,
+        tags: ["prop"],
+        cases: &cases,
+    };
+    serde_saphyr::to_string(&file).map_err(|source| PropError::Render {
         suite: name.to_owned(),
         source,
     })
@@ -384,30 +410,29 @@ pub fn scenario_of(case: &Case) -> Option<&Scenario> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prop::scenario::{KillTarget, Op};
-
-    fn run(pod: u8, attempt: u32, host_network: bool, created_at: u8) -> Op {
-        Op::RunSandbox {
-            pod,
-            attempt,
-            host_network,
-            created_at,
-        }
-    }
+    use crate::prop::model::tests::run;
+    use crate::prop::scenario::KillTarget;
 
     #[test]
     fn a_pod_status_case_sets_the_clock_and_expects_the_newest_sandboxes_ip() {
         let case = Case::Scenario(Scenario {
             ops: vec![run(0, 0, false, 3), run(0, 1, false, 1)],
         });
-        let yaml =
-            serde_yaml::to_string(&suite_case(Property::PodStatus, &case, true, "why")).unwrap();
-        assert!(yaml.contains("needs:\n- mock_control"), "{yaml}");
-        assert!(yaml.contains("unix_seconds: 1700003000"), "{yaml}");
-        assert!(yaml.contains("ip:\n        of: s0"), "{yaml}");
-        assert!(
-            yaml.contains("sandboxes:\n      - s0\n      - s1"),
-            "{yaml}"
+        let printed = suite_case(Property::PodStatus, &case, true, "why");
+        assert_eq!(printed.needs, ["mock_control"]);
+        assert_eq!(
+            printed.steps[0],
+            Step::MockSetClock(MockSetClock {
+                unix_seconds: 1_700_003_000
+            })
+        );
+        let Some(Step::GetPodStatus(status)) = printed.steps.last() else {
+            panic!("no get_pod_status: {printed:?}");
+        };
+        assert_eq!(status.expect.ip, Some(IpExpect::Of("s0".to_owned())));
+        assert_eq!(
+            status.expect.sandboxes,
+            Some(vec!["s0".to_owned(), "s1".to_owned()])
         );
     }
 
@@ -426,11 +451,51 @@ mod tests {
                 },
             },
         );
-        let yaml =
-            serde_yaml::to_string(&suite_case(Property::KillPod, &case, true, "why")).unwrap();
-        assert!(yaml.contains("teardown:\n      - s1"), "{yaml}");
-        assert!(yaml.contains("method: StopPodSandbox"), "{yaml}");
-        assert!(yaml.contains("error: KillPodSandboxError"), "{yaml}");
-        assert!(!yaml.contains("stopped"), "{yaml}");
+        let printed = suite_case(Property::KillPod, &case, true, "why");
+        assert!(printed
+            .steps
+            .contains(&Step::MockInjectError(MockInjectError {
+                method: "StopPodSandbox".to_owned(),
+                code: GrpcCode(tonic::Code::Internal),
+                message: INJECTED_MESSAGE.to_owned(),
+                count: 1,
+            })));
+        let Some(Step::KillPod(kill)) = printed.steps.last() else {
+            panic!("no kill_pod: {printed:?}");
+        };
+        assert_eq!(kill.expect.teardown, Some(vec!["s1".to_owned()]));
+        assert_eq!(kill.expect.stopped, None);
+        let results = kill.expect.results.as_deref().unwrap_or_default();
+        assert_eq!(
+            results.last().and_then(|r| r.error.as_deref()),
+            Some(KILL_POD_SANDBOX_ERROR)
+        );
+    }
+
+    #[test]
+    fn a_printed_suite_reads_back_as_the_same_steps() {
+        let case = Case::Kill(
+            Scenario {
+                ops: vec![run(0, 0, true, 2)],
+            },
+            KillPlan {
+                target: KillTarget::Pod(0),
+                spec: None,
+                faults: Faults {
+                    teardown_fails: true,
+                    ..Default::default()
+                },
+            },
+        );
+        let printed = suite_case(Property::KillPod, &case, true, "why: \"quoted\"");
+        let text = suite_file("prop-1", "about", vec![printed.clone()]).unwrap();
+        let suite = crate::suite::parse("prop-1.yaml", &text).unwrap();
+        assert_eq!(suite.tags, ["prop"]);
+        assert_eq!(suite.cases.len(), 1);
+        assert_eq!(
+            suite.cases[0].about.as_deref(),
+            Some(printed.about.as_str())
+        );
+        assert_eq!(suite.cases[0].steps, printed.steps, "{text}");
     }
 }
