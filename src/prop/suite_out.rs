@@ -247,6 +247,8 @@ fn fault_steps(faults: &Faults) -> Vec<Step> {
             code: GrpcCode(tonic::Code::Internal),
             message: INJECTED_MESSAGE.to_owned(),
             count,
+            target: None,
+            nth: 1,
         })
     })
     .collect()
@@ -459,6 +461,8 @@ mod tests {
                 code: GrpcCode(tonic::Code::Internal),
                 message: INJECTED_MESSAGE.to_owned(),
                 count: 1,
+                target: None,
+                nth: 1,
             })));
         let Some(Step::KillPod(kill)) = printed.steps.last() else {
             panic!("no kill_pod: {printed:?}");

@@ -1,8 +1,8 @@
 //! The world a case's steps run on, in four parts that each own one thing: who the case's pods
-//! are ([`identity`]), which ids its aliases stand for ([`aliases`]), what it observed
-//! ([`recorder`]), and (here) the clients it reaches the runtime, the mock's control service
+//! are (`identity`), which ids its aliases stand for (`aliases`), what it observed
+//! (`recorder`), and (here) the clients it reaches the runtime, the mock's control service
 //! and the manager through. Each step kind runs itself on a world (`suite::step`); the typed
-//! step errors and the field checks are in [`check`]. The world knows nothing of suites, so the
+//! step errors and the field checks are in `check`. The world knows nothing of suites, so the
 //! vocabulary above it can grow without a tour of this module.
 
 mod aliases;

@@ -1,7 +1,7 @@
 //! The steps a case is made of. Each step kind is one file of this folder: its YAML shape
 //! (serde, refusing unknown fields), its validation against the case so far, its execution on
 //! a case's world, its expectations, and (through `Serialize`) how it prints back to YAML. The
-//! [`registry!`] list below names each once; the loader, the runner, the property printer and
+//! `registry!` list below names each once; the loader, the runner, the property printer and
 //! the README's reference all take the steps from it.
 
 mod fields;
