@@ -11,8 +11,10 @@
 //!
 //! HPACK comes from `loona-hpack`: the fork of `hpack` kept by the loona HTTP/2 project (last
 //! release November 2024, made to pass h2spec), with Huffman decoding and the table-size rules.
-//! `hpack` itself has had no release since 2016 and pulls in `log` 0.3; `httlib-hpack` is a
-//! 0.1 release of a one-author project that ships 6 MB of fixtures in the crate.
+//! `hpack` itself has had no release since 2016 and pulls in `log` 0.3; `httlib-hpack` copies
+//! its input for every field it decodes. loona's Huffman decoder is slow (see
+//! [`without_huffman`]), so Huffman strings are decoded first by `httlib-huffman`, which
+//! decodes from static tables.
 
 use std::io;
 use std::pin::Pin;
@@ -64,7 +66,9 @@ pub(crate) struct AuthorityFix<S> {
     decoder: Decoder<'static>,
     /// A header block still waiting for its END_HEADERS.
     pending: Option<Pending>,
-    /// Re-encoded fields of the block being rewritten; kept to reuse its allocation.
+    /// The block being rewritten with its Huffman strings decoded, then its re-encoded fields;
+    /// kept to reuse their allocations.
+    plain: Vec<u8>,
     scratch: Vec<u8>,
     /// The client closed its side.
     eof: bool,
@@ -120,6 +124,7 @@ impl<S> AuthorityFix<S> {
             transparent: false,
             decoder: Decoder::new(),
             pending: None,
+            plain: Vec::new(),
             scratch: Vec::new(),
             eof: false,
             logged: false,
@@ -212,6 +217,7 @@ impl<S> AuthorityFix<S> {
         match reencode(
             &mut self.decoder,
             block,
+            &mut self.plain,
             &mut self.scratch,
             &mut self.logged,
         ) {
@@ -252,6 +258,7 @@ impl<S> AuthorityFix<S> {
         match reencode(
             &mut self.decoder,
             &pending.block,
+            &mut self.plain,
             &mut self.scratch,
             &mut self.logged,
         ) {
@@ -331,9 +338,15 @@ fn split_headers_payload(
 fn reencode(
     decoder: &mut Decoder<'static>,
     block: &[u8],
+    plain: &mut Vec<u8>,
     out: &mut Vec<u8>,
     logged: &mut bool,
 ) -> Result<(), loona_hpack::decoder::DecoderError> {
+    let block = if without_huffman(block, plain) {
+        &plain[..]
+    } else {
+        block
+    };
     out.clear();
     decoder.decode_with_cb(block, |name, value| {
         let value: &[u8] =
@@ -351,6 +364,83 @@ fn reencode(
             };
         push_literal(out, &name, value);
     })
+}
+
+/// Copies `block` into `out` with each Huffman-coded string literal (RFC 7541 §5.2) written
+/// out plain; false if it does not parse, and then the HPACK decoder gets it as it is.
+///
+/// loona-hpack rebuilds its Huffman table (nested hash maps) for every coded string and walks
+/// it bit by bit, some microseconds a string; h2 clients never index `:path`, so each request
+/// would pay. httlib-huffman decodes from static tables in a fraction of that.
+fn without_huffman(block: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let mut at = 0;
+    while let Some(&first) = block.get(at) {
+        // The field's representation by its first bits (§6): the index's prefix, and whether
+        // string literals follow.
+        let (prefix, literal) = if first & 0x80 != 0 {
+            (7, false)
+        } else if first & 0x40 != 0 {
+            (6, true)
+        } else if first & 0x20 != 0 {
+            (5, false)
+        } else {
+            (4, true)
+        };
+        let Some((index, used)) = hpack_integer(&block[at..], prefix) else {
+            return false;
+        };
+        out.extend_from_slice(&block[at..at + used]);
+        at += used;
+        if !literal {
+            continue;
+        }
+        // Index 0: the name is a literal too.
+        for _ in 0..if index == 0 { 2 } else { 1 } {
+            match plain_string(block, at, out) {
+                Some(next) => at = next,
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Copies the string literal at `block[at..]` into `out`, decoding Huffman; answers its end.
+fn plain_string(block: &[u8], at: usize, out: &mut Vec<u8>) -> Option<usize> {
+    let first = *block.get(at)?;
+    let (len, used) = hpack_integer(&block[at..], 7)?;
+    let start = at + used;
+    let end = start.checked_add(len)?;
+    let raw = block.get(start..end)?;
+    if first & 0x80 == 0 {
+        out.extend_from_slice(&block[at..end]);
+    } else {
+        let mut decoded = Vec::with_capacity(len * 8 / 5);
+        httlib_huffman::decode(raw, &mut decoded, httlib_huffman::DecoderSpeed::FiveBits).ok()?;
+        push_string(out, &decoded);
+    }
+    Some(end)
+}
+
+/// An HPACK integer with a `prefix`-bit prefix (§5.1): its value and the bytes it took.
+fn hpack_integer(buf: &[u8], prefix: u8) -> Option<(usize, usize)> {
+    let max = (1usize << prefix) - 1;
+    let mut value = usize::from(*buf.first()?) & max;
+    if value < max {
+        return Some((value, 1));
+    }
+    for (at, &byte) in buf.iter().enumerate().skip(1) {
+        // Five continuation bytes already exceed any length or index a peer may use.
+        if at > 5 {
+            return None;
+        }
+        value += usize::from(byte & 0x7f) << (7 * (at - 1));
+        if byte & 0x80 == 0 {
+            return Some((value, at + 1));
+        }
+    }
+    None
 }
 
 /// One "literal header field without indexing, new name" (RFC 7541 §6.2.2), no Huffman.
@@ -629,6 +719,34 @@ mod tests {
             decode(&joined) == expected,
             "the split block decodes differently"
         );
+    }
+
+    #[test]
+    fn huffman_strings_come_out_plain_and_decode_as_before() {
+        // RFC 7541 C.4.1: ":method GET, :scheme http, :path /, :authority www.example.com"
+        // with the authority Huffman-coded, then a new-name literal with both strings coded
+        // (C.4.3's custom-key: custom-value).
+        let mut block = vec![0x82, 0x86, 0x84, 0x41, 0x8c];
+        block.extend_from_slice(&[
+            0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
+        ]);
+        block.extend_from_slice(&[0x40, 0x88, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xa9, 0x7d, 0x7f]);
+        block.extend_from_slice(&[0x89, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xb8, 0xe8, 0xb4, 0xbf]);
+        let mut plain = Vec::new();
+        assert!(without_huffman(&block, &mut plain));
+        assert!(plain.windows(15).any(|w| w == b"www.example.com"));
+        assert_eq!(decode(&plain), decode(&block));
+        assert_eq!(
+            decode(&plain)[4],
+            ("custom-key".to_owned(), "custom-value".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_truncated_block_is_left_to_the_hpack_decoder() {
+        let mut plain = Vec::new();
+        // A literal whose value claims 12 bytes and has 2.
+        assert!(!without_huffman(&[0x41, 0x8c, 0xf1, 0xe3], &mut plain));
     }
 
     #[tokio::test]
