@@ -3,7 +3,7 @@
 // (so the socket path goes out as :authority). It walks a pod's life cycle with an image and
 // a container, checks each answer's content, and exits non-zero on the first mismatch.
 //
-// usage: compat [-image REF] unix:///path/to/socket
+// usage: compat [-image REF] [-keep-image] unix:///path/to/socket
 package main
 
 import (
@@ -27,9 +27,10 @@ const callTimeout = 60 * time.Second
 
 func main() {
 	image := flag.String("image", "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "image to pull, run and remove")
+	keepImage := flag.Bool("keep-image", false, "skip RemoveImage (for a runtime whose image others are using)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: compat [-image REF] unix:///path/to/socket")
+		fmt.Fprintln(os.Stderr, "usage: compat [-image REF] [-keep-image] unix:///path/to/socket")
 		os.Exit(2)
 	}
 	// The kubelet's CRI client (and crictl <= 1.26) strip the scheme and dial the bare path,
@@ -49,7 +50,7 @@ func main() {
 	}
 	defer conn.Close()
 	fmt.Printf("go client: dialled %s (authority %q)\n", path, path)
-	lifecycle(pb.NewRuntimeServiceClient(conn), pb.NewImageServiceClient(conn), *image)
+	lifecycle(pb.NewRuntimeServiceClient(conn), pb.NewImageServiceClient(conn), *image, *keepImage)
 	fmt.Println("go client: all steps passed")
 }
 
@@ -69,7 +70,7 @@ func expect(step string, ok bool, format string, args ...interface{}) {
 	}
 }
 
-func lifecycle(rt pb.RuntimeServiceClient, im pb.ImageServiceClient, image string) {
+func lifecycle(rt pb.RuntimeServiceClient, im pb.ImageServiceClient, image string, keepImage bool) {
 	ctx, cancel := call()
 	defer cancel()
 
@@ -166,6 +167,10 @@ func lifecycle(rt pb.RuntimeServiceClient, im pb.ImageServiceClient, image strin
 	expect("RemovePodSandbox", len(containers.Containers) == 0, "containers left: %v", containers.Containers)
 	fmt.Println("RemovePodSandbox: sandbox and its container gone")
 
+	if keepImage {
+		fmt.Println("RemoveImage: skipped (-keep-image)")
+		return
+	}
 	_, err = im.RemoveImage(ctx, &pb.RemoveImageRequest{Image: spec})
 	check("RemoveImage", err)
 	gone, err := im.ImageStatus(ctx, &pb.ImageStatusRequest{Image: spec})
