@@ -1,5 +1,6 @@
 //! The `cri-harness` command; everything but the log subscriber lives in the library.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -9,6 +10,13 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_logs())
         .init();
     cri_harness::cli::main()
+}
+
+/// Colours only for a person at a terminal: log files and CI logs stay plain, and `NO_COLOR`
+/// (set and not empty, per no-color.org) turns them off there too.
+fn colour_logs() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

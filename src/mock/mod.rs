@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+mod authority;
 mod call_log;
 mod clock;
 mod control;

@@ -6,6 +6,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use hyper_util::rt::TokioIo;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{oneshot, watch};
@@ -13,6 +14,7 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Router;
 use tonic::transport::{Channel, Server};
 
+use super::authority::AuthorityFix;
 use super::control::MockControlService;
 use super::control_api::mock_control_server::MockControlServer;
 use super::error::MockError;
@@ -173,7 +175,8 @@ impl MockRuntime {
                 let (client, server) = tokio::io::duplex(DUPLEX_BUFFER);
                 let router = mock.router();
                 tokio::spawn(async move {
-                    let incoming = tokio_stream::iter([Ok::<_, std::io::Error>(server)]);
+                    let incoming =
+                        tokio_stream::iter([Ok::<_, std::io::Error>(AuthorityFix::new(server))]);
                     if let Err(err) = router.serve_with_incoming(incoming).await {
                         tracing::debug!(%err, "in-memory mock connection ended");
                     }
@@ -221,7 +224,8 @@ async fn serve(
         let _ = hard.wait_for(|stop| *stop).await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
-    let incoming = UnixListenerStream::new(listener);
+    // Clients on unix sockets send authorities h2 refuses; see `authority`.
+    let incoming = UnixListenerStream::new(listener).map_ok(AuthorityFix::new);
     tokio::select! {
         served = router.serve_with_incoming_shutdown(incoming, signal) => {
             if let Err(err) = served {

@@ -6,7 +6,11 @@ stubs from proto/runtime/v1/api.proto with grpcio-tools and walks the life cycle
 walk (version; pod sandbox run/inspect/list/stop/remove; container create/start/list/inspect/
 stop/remove; image pull/list/inspect/remove). Any mismatch raises, so the exit code tells.
 
-usage: standard_client.py unix:///path/to/socket [--image REF]
+The channel keeps grpcio's defaults, so gRPC C-core sends its own `:authority` for a unix
+socket (the socket path, percent-encoded since 1.57); `--authority localhost` sends what
+Kubernetes' device-plugin and CSI clients send instead.
+
+usage: standard_client.py unix:///path/to/socket [--image REF] [--authority NAME]
 """
 import argparse
 import importlib
@@ -37,13 +41,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("endpoint")
     parser.add_argument("--image", default="registry.k8s.io/e2e-test-images/busybox:1.36.1-1")
+    parser.add_argument("--authority", help="override the channel's :authority")
     args = parser.parse_args()
     import grpc
     pb, rpc = stubs()
-    # Kubernetes' own CRI clients (kubelet, crictl) send ":authority: localhost" over unix
-    # sockets; gRPC C-core would send the percent-encoded socket path, which the HTTP/2 stack of
-    # tonic servers (hyperium/h2) rejects as a malformed authority. Behave like crictl.
-    channel = grpc.insecure_channel(args.endpoint, options=[("grpc.default_authority", "localhost")])
+    options = [("grpc.default_authority", args.authority)] if args.authority else []
+    print(f"grpc {grpc.__version__}, authority: {args.authority or 'grpcio default'}")
+    channel = grpc.insecure_channel(args.endpoint, options=options)
     rt = rpc.RuntimeServiceStub(channel)
     im = rpc.ImageServiceStub(channel)
     t = 10
