@@ -7,6 +7,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn Error>> {
+    // Said outright: once any rerun-if-changed is printed, cargo watches only what is named.
+    println!("cargo:rerun-if-changed=proto");
+    println!("cargo:rerun-if-changed=build.rs");
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
     // Ordered maps keep labels and annotations in a stable order, so snapshots are stable.

@@ -10,7 +10,7 @@ use cri_harness::mock::control_api::mock_control_server::{MockControl, MockContr
 use cri_harness::mock::control_api::{
     AdvanceClockRequest, ControlResponse, GetCallLogRequest, GetCallLogResponse,
     InjectErrorRequest, InjectLatencyRequest, ResetRequest, SeedContainerRequest,
-    SeedPodSandboxRequest, SetClockRequest, SetVersionRequest,
+    SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::{Request, Response, Status};
@@ -100,6 +100,9 @@ impl MockControl for NoControl {
         &self,
         _: Request<SeedContainerRequest>,
     ) -> Result<Response<ControlResponse>, Status> {
+        none()
+    }
+    async fn seed(&self, _: Request<SeedRequest>) -> Result<Response<ControlResponse>, Status> {
         none()
     }
 }

@@ -9,7 +9,7 @@ use cri_harness::cri::{v1, CriClient};
 use cri_harness::mock::control_api::{
     mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, GetCallLogRequest,
     InjectErrorRequest, InjectLatencyRequest, ResetRequest, SeedContainerRequest,
-    SeedPodSandboxRequest, SetClockRequest, SetVersionRequest,
+    SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
 use rstest::rstest;
 use support::{create_container, labels, mock, run_sandbox, sandbox_config};
@@ -648,6 +648,70 @@ async fn a_seeded_sandbox_without_an_id_gets_one() {
         .unwrap();
     let id = client.list_pod_sandbox(None).await.unwrap()[0].id.clone();
     assert_eq!(id.len(), 64);
+}
+
+#[tokio::test]
+async fn one_seed_call_inserts_sandboxes_then_their_containers() {
+    let (_mock, client, mut control) = mock().await;
+    let container = v1::ContainerStatus {
+        id: "batch-container".into(),
+        metadata: Some(v1::ContainerMetadata {
+            name: "app".into(),
+            attempt: 0,
+        }),
+        state: v1::ContainerState::ContainerRunning as i32,
+        ..Default::default()
+    };
+    control
+        .seed(SeedRequest {
+            sandboxes: ["batch-a", "batch-b"]
+                .map(|id| SeedPodSandboxRequest {
+                    status: Some(odd_sandbox(id)),
+                })
+                .to_vec(),
+            containers: vec![SeedContainerRequest {
+                pod_sandbox_id: "batch-b".into(),
+                status: Some(container.clone()),
+            }],
+        })
+        .await
+        .unwrap();
+    let sandboxes: Vec<String> = client
+        .list_pod_sandbox(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(sandboxes, ["batch-a", "batch-b"]);
+    let containers = client.list_containers(None).await.unwrap();
+    assert_eq!(
+        (containers.len(), containers[0].pod_sandbox_id.as_str()),
+        (1, "batch-b")
+    );
+}
+
+#[tokio::test]
+async fn a_seed_batch_names_the_object_it_refuses_and_keeps_those_before() {
+    let (_mock, client, mut control) = mock().await;
+    let status = control
+        .seed(SeedRequest {
+            sandboxes: ["first", "first"]
+                .map(|id| SeedPodSandboxRequest {
+                    status: Some(odd_sandbox(id)),
+                })
+                .to_vec(),
+            containers: Vec::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::AlreadyExists);
+    assert!(
+        status.message().starts_with("sandboxes[1]: "),
+        "{}",
+        status.message()
+    );
+    assert_eq!(client.list_pod_sandbox(None).await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
 use super::faults::{cri_method, target_kind, Aim, CRI_METHODS, TARGETED_METHODS};
-use super::state::{container_name, sandbox_name};
+use super::state::{container_name, sandbox_name, State};
 use super::{default_version, MockRuntime};
 
 /// Serves MockControl from a mock's shared state.
@@ -143,31 +143,11 @@ impl MockControl for MockControlService {
         &self,
         request: Request<api::SeedPodSandboxRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
-        const CONTROL: &str = "SeedPodSandbox";
-        let mut status = request.into_inner().status.ok_or(RpcError::MissingField {
-            method: CONTROL,
-            field: "status",
-        })?;
-        let mut inner = self.0.lock();
-        let state = &mut inner.state;
-        if status.id.is_empty() {
-            status.id = state.mint_sandbox_id();
-        } else if state.find_exact_sandbox(&status.id).is_some() {
-            return Err(RpcError::AlreadyExists {
-                control: CONTROL,
-                kind: "sandbox",
-                id: status.id,
-            }
-            .into());
-        }
-        // A seeded sandbox takes its name when it is free, so a later RunPodSandbox with the
-        // same metadata clashes as in containerd; a taken name is simply not reserved twice.
-        let name = status
-            .metadata
-            .as_ref()
-            .map(sandbox_name)
-            .filter(|name| state.reserve_sandbox_name(name, &status.id).is_ok());
-        state.insert_sandbox(status, name);
+        seed_sandbox(
+            &mut self.0.lock().state,
+            request.into_inner(),
+            "SeedPodSandbox",
+        )?;
         ok()
     }
 
@@ -175,35 +155,102 @@ impl MockControl for MockControlService {
         &self,
         request: Request<api::SeedContainerRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
-        const CONTROL: &str = "SeedContainer";
-        let request = request.into_inner();
-        let mut status = request.status.ok_or(RpcError::MissingField {
-            method: CONTROL,
-            field: "status",
-        })?;
-        let mut inner = self.0.lock();
-        let state = &mut inner.state;
-        if status.id.is_empty() {
-            status.id = state.mint_container_id();
-        } else if state.find_exact_container(&status.id).is_some() {
-            return Err(RpcError::AlreadyExists {
-                control: CONTROL,
-                kind: "container",
-                id: status.id,
-            }
-            .into());
-        }
-        let sandbox_metadata = state
-            .find_exact_sandbox(&request.pod_sandbox_id)
-            .and_then(|key| state.sandboxes[key].status.metadata.clone());
-        let name = match (&status.metadata, &sandbox_metadata) {
-            (Some(metadata), Some(sandbox)) => Some(container_name(metadata, sandbox)),
-            _ => None,
-        }
-        .filter(|name| state.reserve_container_name(name, &status.id).is_ok());
-        state.insert_container(request.pod_sandbox_id, status, name, 0);
+        seed_container(
+            &mut self.0.lock().state,
+            request.into_inner(),
+            "SeedContainer",
+        )?;
         ok()
     }
+
+    async fn seed(
+        &self,
+        request: Request<api::SeedRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        let request = request.into_inner();
+        let mut inner = self.0.lock();
+        let state = &mut inner.state;
+        for (index, sandbox) in request.sandboxes.into_iter().enumerate() {
+            seed_sandbox(state, sandbox, "Seed")
+                .map_err(|status| in_batch(status, "sandboxes", index))?;
+        }
+        for (index, container) in request.containers.into_iter().enumerate() {
+            seed_container(state, container, "Seed")
+                .map_err(|status| in_batch(status, "containers", index))?;
+        }
+        ok()
+    }
+}
+
+/// A refusal inside a batch, naming the object's place in it.
+fn in_batch(status: Status, list: &str, index: usize) -> Status {
+    Status::new(
+        status.code(),
+        format!("{list}[{index}]: {}", status.message()),
+    )
+}
+
+/// Inserts a sandbox exactly as given (a new id when it has none).
+fn seed_sandbox(
+    state: &mut State,
+    request: api::SeedPodSandboxRequest,
+    control: &'static str,
+) -> Result<(), Status> {
+    let mut status = request.status.ok_or(RpcError::MissingField {
+        method: control,
+        field: "status",
+    })?;
+    if status.id.is_empty() {
+        status.id = state.mint_sandbox_id();
+    } else if state.find_exact_sandbox(&status.id).is_some() {
+        return Err(RpcError::AlreadyExists {
+            control,
+            kind: "sandbox",
+            id: status.id,
+        }
+        .into());
+    }
+    // A seeded sandbox takes its name when it is free, so a later RunPodSandbox with the
+    // same metadata clashes as in containerd; a taken name is simply not reserved twice.
+    let name = status
+        .metadata
+        .as_ref()
+        .map(sandbox_name)
+        .filter(|name| state.reserve_sandbox_name(name, &status.id).is_ok());
+    state.insert_sandbox(status, name);
+    Ok(())
+}
+
+/// Inserts a container exactly as given, in a sandbox that need not exist.
+fn seed_container(
+    state: &mut State,
+    request: api::SeedContainerRequest,
+    control: &'static str,
+) -> Result<(), Status> {
+    let mut status = request.status.ok_or(RpcError::MissingField {
+        method: control,
+        field: "status",
+    })?;
+    if status.id.is_empty() {
+        status.id = state.mint_container_id();
+    } else if state.find_exact_container(&status.id).is_some() {
+        return Err(RpcError::AlreadyExists {
+            control,
+            kind: "container",
+            id: status.id,
+        }
+        .into());
+    }
+    let sandbox_metadata = state
+        .find_exact_sandbox(&request.pod_sandbox_id)
+        .and_then(|key| state.sandboxes[key].status.metadata.clone());
+    let name = match (&status.metadata, &sandbox_metadata) {
+        (Some(metadata), Some(sandbox)) => Some(container_name(metadata, sandbox)),
+        _ => None,
+    }
+    .filter(|name| state.reserve_container_name(name, &status.id).is_ok());
+    state.insert_container(request.pod_sandbox_id, status, name, 0);
+    Ok(())
 }
 
 /// A clock control's time value, refused when negative (time before 1970 or backwards moves).
