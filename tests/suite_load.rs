@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cri_harness::suite::step;
 use rstest::rstest;
 
 const HEAD: &str = "suite: bad\nabout: x\ncases:\n";
@@ -83,7 +84,7 @@ fn case(steps: &str) -> String {
 #[case::unknown_step(
     case("      - run_sandbx: {as: a, pod: p}\n"),
     "6:9",
-    "case `one`: step 1: unknown step `run_sandbx`, expected one of `pull_image`, `run_sandbox`, `stop_sandbox`, `remove_sandbox`, `create_container`, `start_container`, `stop_container`, `remove_container`, `sleep_ms`, `check_network`, `list_containers`, `mock_set_version`, `mock_inject_error`, `mock_set_clock`, `mock_advance_clock`, `mock_seed_sandbox`, `mock_seed_container`, `new_manager`, `version`, `api_version`, `status`, `get_pods`, `get_pod_status`, `kill_pod`, `get_netns`, `get_pod_container_id`"
+    "case `one`: step 1: unknown step `run_sandbx`, expected one of {steps}"
 )]
 #[case::unknown_field(
     case("      - run_sandbox: {as: a, pod: p, atempt: 1}\n"),
@@ -133,7 +134,7 @@ fn case(steps: &str) -> String {
 #[case::control_characters_are_escaped(
     case("      - \"run_\\u202Esandbox\\u0000\": {}\n"),
     "6:9",
-    "case `one`: step 1: unknown step `run_\\u{202e}sandbox\\u{0}`, expected one of `pull_image`, `run_sandbox`, `stop_sandbox`, `remove_sandbox`, `create_container`, `start_container`, `stop_container`, `remove_container`, `sleep_ms`, `check_network`, `list_containers`, `mock_set_version`, `mock_inject_error`, `mock_set_clock`, `mock_advance_clock`, `mock_seed_sandbox`, `mock_seed_container`, `new_manager`, `version`, `api_version`, `status`, `get_pods`, `get_pod_status`, `kill_pod`, `get_netns`, `get_pod_container_id`"
+    "case `one`: step 1: unknown step `run_\\u{202e}sandbox\\u{0}`, expected one of {steps}"
 )]
 #[case::deeply_nested(
     format!("{HEAD}  - name: one\n    steps:\n      - version: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)),
@@ -176,7 +177,16 @@ fn a_bad_file_fails_at_the_offending_node_in_the_suites_words(
     #[case] at: &str,
     #[case] message: &str,
 ) {
-    assert_one_error(text.as_bytes(), at, message);
+    // `{steps}` stands for every registered step, in registry order, as the loader lists them.
+    let steps: Vec<String> = step::registry()
+        .iter()
+        .map(|info| format!("`{}`", info.name))
+        .collect();
+    assert_one_error(
+        text.as_bytes(),
+        at,
+        &message.replace("{steps}", &steps.join(", ")),
+    );
 }
 
 /// Ten levels of ten aliases each in `tags`: 10¹⁰ strings if expanded.
