@@ -190,6 +190,24 @@ fn in_batch(status: Status, list: &str, index: usize) -> Status {
     )
 }
 
+/// The id a seeded object keeps: its own unless another object holds it, a new one when it
+/// has none.
+fn seed_id(
+    id: String,
+    taken: bool,
+    control: &'static str,
+    kind: &'static str,
+    mint: impl FnOnce() -> String,
+) -> Result<String, Status> {
+    if id.is_empty() {
+        Ok(mint())
+    } else if taken {
+        Err(RpcError::AlreadyExists { control, kind, id }.into())
+    } else {
+        Ok(id)
+    }
+}
+
 /// Inserts a sandbox exactly as given (a new id when it has none).
 fn seed_sandbox(
     state: &mut State,
@@ -200,16 +218,14 @@ fn seed_sandbox(
         method: control,
         field: "status",
     })?;
-    if status.id.is_empty() {
-        status.id = state.mint_sandbox_id();
-    } else if state.find_exact_sandbox(&status.id).is_some() {
-        return Err(RpcError::AlreadyExists {
-            control,
-            kind: "sandbox",
-            id: status.id,
-        }
-        .into());
-    }
+    let taken = state.find_exact_sandbox(&status.id).is_some();
+    status.id = seed_id(
+        std::mem::take(&mut status.id),
+        taken,
+        control,
+        "sandbox",
+        || state.mint_sandbox_id(),
+    )?;
     // A seeded sandbox takes its name when it is free, so a later RunPodSandbox with the
     // same metadata clashes as in containerd; a taken name is simply not reserved twice.
     let name = status
@@ -231,16 +247,14 @@ fn seed_container(
         method: control,
         field: "status",
     })?;
-    if status.id.is_empty() {
-        status.id = state.mint_container_id();
-    } else if state.find_exact_container(&status.id).is_some() {
-        return Err(RpcError::AlreadyExists {
-            control,
-            kind: "container",
-            id: status.id,
-        }
-        .into());
-    }
+    let taken = state.find_exact_container(&status.id).is_some();
+    status.id = seed_id(
+        std::mem::take(&mut status.id),
+        taken,
+        control,
+        "container",
+        || state.mint_container_id(),
+    )?;
     let sandbox_metadata = state
         .find_exact_sandbox(&request.pod_sandbox_id)
         .and_then(|key| state.sandboxes[key].status.metadata.clone());

@@ -1,15 +1,12 @@
 //! One case in progress: its steps run in order on a fresh world, each step kind running
 //! itself; the first failure stops the case and names the step.
 
-use std::collections::BTreeSet;
-
 pub(crate) use crate::world::Env;
 pub use crate::world::{
     is_transport, namespace, pod_uid, ContainerRef, SandboxRef, StepError, World, DEFAULT_COMMAND,
 };
 
 use crate::cri::CriClient;
-use crate::suite::step::Scope;
 use crate::suite::Case;
 
 /// Why a case's step failed.
@@ -32,16 +29,9 @@ pub(crate) struct CaseRun<'a> {
 
 impl<'a> CaseRun<'a> {
     pub(crate) fn new(case: &'a Case, env: Env, run_id: &str, case_no: usize) -> Self {
-        let mut scope = Scope::default();
-        for step in &case.steps {
-            // The loader checked the steps; this only collects the pods they name.
-            let _ = step.check(&mut scope);
-        }
-        let mut mentioned: BTreeSet<String> = scope.pods;
-        mentioned.extend(case.pods.keys().cloned());
         Self {
             case,
-            world: World::new(env, run_id, case_no, &mentioned, &case.pods),
+            world: World::new(env, run_id, case_no, &case.mentioned_pods, &case.pods),
             current: 0,
         }
     }

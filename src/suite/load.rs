@@ -223,6 +223,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             tags: raw.tags.iter().chain(&raw_case.tags).cloned().collect(),
             needs: raw_case.needs,
             pods: raw_case.pods,
+            mentioned_pods: BTreeSet::new(),
             steps: raw_case.steps.into_iter().map(|s| s.value).collect(),
             line,
             column,
@@ -231,7 +232,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         };
         case.tags.sort();
         case.tags.dedup();
-        check_case(&case).map_err(|(index, message)| {
+        case.mentioned_pods = check_case(&case).map_err(|(index, message)| {
             let at = index.map_or((case.line, case.column), |i| case.step_position(i));
             invalid(at, format!("case `{}`: {message}", case.name))
         })?;
@@ -259,9 +260,9 @@ fn is_name(name: &str) -> bool {
 }
 
 /// Checks what serde cannot: each step against the case so far (aliases defined before use and
-/// not twice, pods named validly), mock-only steps marked, at least one manager call. The error
-/// carries the step index when there is one.
-fn check_case(case: &Case) -> Result<(), (Option<usize>, String)> {
+/// not twice, pods named validly), mock-only steps marked, at least one manager call. Gives the
+/// pod aliases the case names; the error carries the step index when there is one.
+fn check_case(case: &Case) -> Result<BTreeSet<String>, (Option<usize>, String)> {
     let mut scope = Scope::default();
     for (index, step) in case.steps.iter().enumerate() {
         let at = |message: String| {
@@ -286,7 +287,7 @@ fn check_case(case: &Case) -> Result<(), (Option<usize>, String)> {
     if !case.steps.iter().any(|step| step.kind() == Kind::Manager) {
         return Err((None, "has no manager call, so it checks nothing".to_owned()));
     }
-    Ok(())
+    Ok(scope.pods)
 }
 
 #[cfg(test)]

@@ -47,6 +47,9 @@ pub struct Case {
     pub needs: Vec<Need>,
     /// Pod identities the case fixes, by pod alias (others are made unique per run).
     pub pods: BTreeMap<String, PodIdentity>,
+    /// Every pod alias the case names, fixed or not (not the empty one), found by the loader's
+    /// checks.
+    pub mentioned_pods: BTreeSet<String>,
     /// The steps.
     pub steps: Vec<Step>,
     /// Line where the case's mapping starts (1-based; the `- ` item's first key), for messages.

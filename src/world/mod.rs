@@ -207,8 +207,8 @@ impl World {
                     pod.containers.retain(|c| self.aliases.is_known(&c.id.id));
                     pod.sandboxes.retain(|s| self.aliases.is_known(&s.id.id));
                 }
-                pod.containers.sort_by_key(|c| self.rank(&c.id.id));
-                pod.sandboxes.sort_by_key(|s| self.rank(&s.id.id));
+                pod.containers.sort_by_cached_key(|c| self.rank(&c.id.id));
+                pod.sandboxes.sort_by_cached_key(|s| self.rank(&s.id.id));
                 pod
             })
             .filter(|pod| {
@@ -219,7 +219,8 @@ impl World {
         own
     }
 
-    /// Sorts by the order the case made things in, unknown ids last (by their redacted form).
+    /// Sorts by the order the case made things in, unknown ids last (by their redacted form,
+    /// which costs a redaction: callers sort with a cached key).
     fn rank(&self, id: &str) -> (usize, String) {
         (self.aliases.rank(id), self.redact(id))
     }
@@ -277,8 +278,10 @@ impl World {
         // sandbox for the latest.
         running
             .sandboxes
-            .sort_by_key(|s| std::cmp::Reverse(self.rank(&s.id.id)));
-        running.containers.sort_by_key(|c| self.rank(&c.id.id));
+            .sort_by_cached_key(|s| std::cmp::Reverse(self.rank(&s.id.id)));
+        running
+            .containers
+            .sort_by_cached_key(|c| self.rank(&c.id.id));
         Ok(running)
     }
 
