@@ -523,6 +523,10 @@ fn describe(err: &Error, context: &Context, text: &str) -> String {
         ),
         Error::Unexpected { expected, .. } => format!("expected {}{}", words(expected), found()),
         Error::InvalidScalar { ty, .. } => format!("expected {}{}", words(ty), found()),
+        // Where the walk names no key, the empty text is a key itself (`: value`).
+        Error::NullIntoString { .. } if context.path.is_empty() => {
+            "expected a string, found nothing: a key is empty (nothing before its `:`)".to_owned()
+        }
         Error::NullIntoString { .. } => "expected a string, found nothing".to_owned(),
         Error::InvalidBooleanStrict { .. } => format!("expected `true` or `false`{}", found()),
         Error::SerdeInvalidType {
