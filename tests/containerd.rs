@@ -45,6 +45,7 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         runtime_handler: String::new(),
         work_dir: runner::default_work_dir(),
         online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -62,6 +62,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         runtime_handler: String::new(),
         work_dir: runner::default_work_dir(),
         online: false,
+        pulled_record: None,
     }
 }
 

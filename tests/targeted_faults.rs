@@ -39,6 +39,7 @@ async fn run_once() -> String {
         runtime_handler: String::new(),
         work_dir: runner::default_work_dir(),
         online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -145,6 +145,9 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
             )
         }
     };
+    // Only a real runtime keeps images after the run; the mock's die with it.
+    let pulled_record = matches!(target, Target::Endpoint { .. })
+        .then(|| crate::world::pulled::record_path(&args.lease.dir(), &run_id));
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let config = RunConfig {
         target,
@@ -163,6 +166,7 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
         runtime_handler: args.runtime_handler,
         work_dir: args.work_dir.unwrap_or_else(runner::default_work_dir),
         online: args.online,
+        pulled_record,
     };
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);

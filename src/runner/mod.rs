@@ -6,7 +6,6 @@ pub mod case;
 pub mod cleanup;
 pub mod snapshot;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,6 +24,7 @@ use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
 use crate::suite::{step::Kind, Case, Need, Suite};
+use crate::world::PulledImages;
 
 /// Consecutive cases that could not reach the runtime before the run gives up on it.
 const UNREACHABLE_LIMIT: usize = 3;
@@ -95,6 +95,9 @@ pub struct RunConfig {
     pub work_dir: PathBuf,
     /// Run the environment-dependent cases that need the public registries.
     pub online: bool,
+    /// Where to record the images the run pulls, so `clean` can remove them should the run
+    /// not get to (see [`crate::world::pulled::record_path`]); none: memory only.
+    pub pulled_record: Option<PathBuf>,
 }
 
 /// Where cases make host files unless told otherwise: `cri-harness` in the system's temporary
@@ -319,7 +322,7 @@ struct Shared {
     abort: Mutex<Option<String>>,
     progress: Option<Progress>,
     /// Images this run pulled that the runtime did not have: removed when the run ends.
-    pulled: Arc<Mutex<BTreeSet<String>>>,
+    pulled: Arc<PulledImages>,
 }
 
 impl Shared {
@@ -384,6 +387,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         }
     };
     let parallel = config.parallel.max(1);
+    let shared_record = config.pulled_record.clone();
     let shared = Arc::new(Shared {
         config,
         client,
@@ -393,7 +397,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         unreachable_streak: AtomicUsize::new(0),
         abort: Mutex::new(None),
         progress,
-        pulled: Arc::new(Mutex::new(BTreeSet::new())),
+        pulled: Arc::new(PulledImages::new(shared_record)),
     });
     let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
         .map(|(index, (suite, case))| {
@@ -550,15 +554,17 @@ fn case_dir(config: &RunConfig, number: usize) -> PathBuf {
 
 /// Removes the images the run pulled (and the runtime did not have before), once no case
 /// needs them; gives what could not be removed.
-async fn remove_pulled(client: &CriClient, pulled: &Mutex<BTreeSet<String>>) -> Vec<String> {
-    let images = std::mem::take(&mut *pulled.lock().unwrap_or_else(PoisonError::into_inner));
+pub async fn remove_pulled(client: &CriClient, pulled: &PulledImages) -> Vec<String> {
     let mut errors = Vec::new();
-    for image in images {
+    for image in pulled.take() {
         if let Err(err) = client.remove_image(&image).await {
             errors.push(format!(
                 "cannot remove the image {image} the run pulled: {err}"
             ));
         }
+    }
+    if errors.is_empty() {
+        pulled.forget_record();
     }
     errors
 }

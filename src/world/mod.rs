@@ -8,11 +8,12 @@
 mod aliases;
 mod check;
 mod identity;
+pub mod pulled;
 mod recorder;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::transport::Channel;
@@ -20,6 +21,7 @@ use tonic::transport::Channel;
 pub use aliases::{ContainerRef, SandboxRef};
 pub use check::{expect_eq, is_transport, mismatch, show, sorted, StepError};
 pub use identity::{namespace, pod_uid, PodIdentity};
+pub use pulled::PulledImages;
 
 use self::aliases::Aliases;
 use self::identity::Identity;
@@ -46,7 +48,7 @@ pub(crate) struct Env {
     pub host_dir: PathBuf,
     /// Where to note images the case pulled that the runtime did not have, so the run removes
     /// them at its end (none on the mock, whose images die with it).
-    pub pulled: Option<Arc<Mutex<BTreeSet<String>>>>,
+    pub pulled: Option<Arc<PulledImages>>,
 }
 
 /// A case's world.
@@ -70,7 +72,7 @@ pub struct World {
     /// Images pulled so far.
     pulled: BTreeSet<String>,
     /// The run's record of images it pulled.
-    run_pulled: Option<Arc<Mutex<BTreeSet<String>>>>,
+    run_pulled: Option<Arc<PulledImages>>,
     /// The RuntimeClass handler for RunPodSandbox.
     pub(crate) runtime_handler: String,
     /// The case's host directory.
@@ -167,10 +169,7 @@ impl World {
     /// when it ends (a case that removes it itself leaves nothing to do).
     pub(crate) fn note_pulled(&self, image: &str) {
         if let Some(pulled) = &self.run_pulled {
-            pulled
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(image.to_owned());
+            pulled.note(image);
         }
     }
 
