@@ -69,37 +69,92 @@ pub struct Removal {
     pub errors: Vec<String>,
 }
 
-/// Removes every container then every sandbox matching `selector`: running containers are
-/// stopped first, sandboxes stopped then removed; NotFound counts as done (a sandbox's removal
-/// takes its containers with it).
+/// Removes everything matching `selector`, concurrently: containers outside the listed
+/// sandboxes are stopped (if running) and removed, each sandbox is stopped and removed (CRI's
+/// RemovePodSandbox takes its containers with it), and any container a runtime kept after its
+/// sandbox went is removed last. NotFound counts as done.
 pub async fn remove(client: &CriClient, selector: &Selector) -> Removal {
     let mut removal = Removal::default();
-    match list(client, selector).await {
-        Ok((sandboxes, containers)) => {
-            for container in containers {
-                if container.state == v1::ContainerState::ContainerRunning as i32 {
-                    if let Err(err) = client.stop_container(&container.id, 0).await {
-                        note(&mut removal, err);
-                    }
-                }
-                match client.remove_container(&container.id).await {
-                    Ok(()) => removal.removed.push(container_object(&container)),
-                    Err(err) => note(&mut removal, err),
-                }
-            }
-            for sandbox in sandboxes {
-                if let Err(err) = client.stop_pod_sandbox(&sandbox.id).await {
-                    note(&mut removal, err);
-                }
-                match client.remove_pod_sandbox(&sandbox.id).await {
-                    Ok(()) => removal.removed.push(sandbox_object(&sandbox)),
-                    Err(err) => note(&mut removal, err),
-                }
-            }
+    let (sandboxes, containers) = match list(client, selector).await {
+        Ok(listed) => listed,
+        Err(err) => {
+            removal.errors.push(err.to_string());
+            return removal;
         }
-        Err(err) => removal.errors.push(err.to_string()),
+    };
+    let sandbox_ids: BTreeSet<&str> = sandboxes.iter().map(|s| s.id.as_str()).collect();
+    let (inside, outside): (Vec<&v1::Container>, Vec<&v1::Container>) = containers
+        .iter()
+        .partition(|c| sandbox_ids.contains(c.pod_sandbox_id.as_str()));
+    let outcomes = futures::future::join_all(
+        outside
+            .iter()
+            .map(|container| remove_container(client, container)),
+    )
+    .await;
+    merge(&mut removal, outcomes);
+    let outcomes = futures::future::join_all(
+        sandboxes
+            .iter()
+            .map(|sandbox| remove_sandbox(client, sandbox)),
+    )
+    .await;
+    merge(&mut removal, outcomes);
+    if !inside.is_empty() {
+        // Listed again only when the sandboxes had containers: a runtime that kept one
+        // after its sandbox went still gets it removed here.
+        let kept: BTreeSet<String> = match list(client, selector).await {
+            Ok((_, now)) => now.into_iter().map(|c| c.id).collect(),
+            Err(err) => {
+                removal.errors.push(err.to_string());
+                return removal;
+            }
+        };
+        let (gone, kept): (Vec<&v1::Container>, Vec<&v1::Container>) =
+            inside.into_iter().partition(|c| !kept.contains(&c.id));
+        removal
+            .removed
+            .extend(gone.into_iter().map(container_object));
+        let outcomes =
+            futures::future::join_all(kept.iter().map(|c| remove_container(client, c))).await;
+        merge(&mut removal, outcomes);
+    }
+    // Containers first, as a reader expects them (a sandbox's went with it).
+    removal.removed.sort_by_key(|o| o.kind != "container");
+    removal
+}
+
+async fn remove_container(client: &CriClient, container: &v1::Container) -> Removal {
+    let mut removal = Removal::default();
+    if container.state == v1::ContainerState::ContainerRunning as i32 {
+        if let Err(err) = client.stop_container(&container.id, 0).await {
+            note(&mut removal, err);
+        }
+    }
+    match client.remove_container(&container.id).await {
+        Ok(()) => removal.removed.push(container_object(container)),
+        Err(err) => note(&mut removal, err),
     }
     removal
+}
+
+async fn remove_sandbox(client: &CriClient, sandbox: &v1::PodSandbox) -> Removal {
+    let mut removal = Removal::default();
+    if let Err(err) = client.stop_pod_sandbox(&sandbox.id).await {
+        note(&mut removal, err);
+    }
+    match client.remove_pod_sandbox(&sandbox.id).await {
+        Ok(()) => removal.removed.push(sandbox_object(sandbox)),
+        Err(err) => note(&mut removal, err),
+    }
+    removal
+}
+
+fn merge(removal: &mut Removal, outcomes: Vec<Removal>) {
+    for outcome in outcomes {
+        removal.removed.extend(outcome.removed);
+        removal.errors.extend(outcome.errors);
+    }
 }
 
 fn note(removal: &mut Removal, err: CallError) {
