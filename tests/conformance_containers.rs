@@ -27,6 +27,9 @@ async fn outcome(steps: &str) -> CaseOutcome {
         snapshot_dir: scratch.path().to_owned(),
         snapshots: snapshot::Policy::default(),
         run_id: "wrong".to_owned(),
+        runtime_handler: String::new(),
+        work_dir: scratch.path().join("work"),
+        online: false,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
@@ -69,7 +72,7 @@ async fn outcome(steps: &str) -> CaseOutcome {
 )]
 #[case::sandbox_gone(
     "      - run_sandbox: {as: sb, pod: web}\n      - remove_sandbox: sb\n      - sandbox_status: {sandbox: sb}\n",
-    "error: expected success, got CRI PodSandboxStatus"
+    r#"step 3 `sandbox_status`: CRI PodSandboxStatus on <endpoint>: NotFound: an error occurred when try to find sandbox "<sandbox:sb>": not found"#
 )]
 #[case::container_killed_not_completed(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - start_container: app\n      - stop_container: {container: app}\n      - container_status: {container: app, expect: {exit_code: 0}}\n",
@@ -125,7 +128,7 @@ async fn outcome(steps: &str) -> CaseOutcome {
 )]
 #[case::reopen_created(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - reopen_container_log: {container: app, rotate: false}\n",
-    "error: expected success, got CRI ReopenContainerLog"
+    "step 3 `reopen_container_log`: CRI ReopenContainerLog on <endpoint>: Unknown: container is not running"
 )]
 #[tokio::test]
 async fn a_wrong_expectation_fails_naming_the_field(#[case] steps: &str, #[case] message: &str) {
@@ -164,7 +167,7 @@ async fn a_wrong_expectation_fails_naming_the_field(#[case] steps: &str, #[case]
 )]
 #[case::unknown_method(
     "      - call_unknown_id: {method: ExecSync}\n",
-    "unknown variant `ExecSync`"
+    "`method`: unknown value `ExecSync`, expected one of `PodSandboxStatus`"
 )]
 #[case::bad_log_pattern(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - check_log: {container: app, expect: {lines: [{stream: stdout, matches: '('}]}}\n",
@@ -175,6 +178,8 @@ fn a_step_that_cannot_mean_anything_is_refused_when_loading(
     #[case] message: &str,
 ) {
     let text = format!("suite: bad\nabout: x\ncases:\n  - name: c\n    steps:\n{steps}");
-    let err = suite::parse("suites/bad.yaml", &text).unwrap_err().to_string();
+    let err = suite::parse("suites/bad.yaml", &text)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains(message), "{err:?} lacks {message:?}");
 }

@@ -5,9 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::CallError;
-use crate::manager::ManagerError;
 use crate::world::{StepError, World};
 
 /// A CRI call that takes one sandbox or container id.
@@ -51,7 +50,7 @@ pub struct CallUnknownIdExpect {
 
 impl StepDef for CallUnknownId {
     const NAME: &'static str = "call_unknown_id";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Makes one id-taking CRI call with an id no runtime holds; checks it fails (or not) as expected.";
 
@@ -76,9 +75,9 @@ impl StepDef for CallUnknownId {
             IdMethod::StopContainer => client.stop_container(&id, 0).await,
             IdMethod::RemoveContainer => client.remove_container(&id).await,
         };
-        check_error(
+        check_call(
             self.expect.error.as_ref(),
-            result.map_err(ManagerError::Call),
+            result,
             |t| world.redact(t),
         )?;
         Ok(())

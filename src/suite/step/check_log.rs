@@ -350,7 +350,7 @@ pub(super) fn read_records(
 
 impl StepDef for CheckLog {
     const NAME: &'static str = "check_log";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Reads a container's log file and checks its lines in CRI log format, polling within a bound.";
 

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::sandbox_status::{
     by_prefix, check_prefix, expect_map, expect_set_time, now_nanos, suite_labels, Presence,
 };
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, State, StepDef, TextExpect};
-use crate::manager::{ContainerState, ManagerError};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, State, StepDef, TextExpect};
+use crate::manager::ContainerState;
 use crate::world::{expect_eq, mismatch, show, StepError, World};
 
 /// `container_status`.
@@ -143,7 +143,7 @@ fn check_order(created: i64, started: i64, finished: i64) -> Result<(), StepErro
 
 impl StepDef for ContainerStatus {
     const NAME: &'static str = "container_status";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "CRI `ContainerStatus` of a container (by id or id prefix): state, exit, times, echoed config.";
 
@@ -169,8 +169,8 @@ impl StepDef for ContainerStatus {
             .runtime
             .container_status(asked)
             .await
-            .map_err(ManagerError::Call);
-        let Some(answer) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+            ;
+        let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
         };

@@ -52,7 +52,7 @@ pub struct ListSandboxesExpect {
 
 impl StepDef for ListSandboxes {
     const NAME: &'static str = "list_sandboxes";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Lists the case's sandboxes with a filter (id or id prefix, state, labels) and checks which answer.";
 

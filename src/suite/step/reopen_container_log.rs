@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check_log::{log_path, read_records, rotated_path};
 use super::wait_container::{check_within, default_within, is_default_within, Poll};
-use super::{check_error, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
-use crate::manager::ManagerError;
+use super::{check_call, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
 use crate::world::{mismatch, StepError, World};
 
 /// `reopen_container_log`.
@@ -49,7 +48,7 @@ fn size(path: &std::path::Path) -> Result<u64, StepError> {
 
 impl StepDef for ReopenContainerLog {
     const NAME: &'static str = "reopen_container_log";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "Renames a container's log, calls `ReopenContainerLog`, and checks that new output goes to a new file.";
 
     fn expect_fields() -> &'static [&'static str] {
@@ -88,8 +87,8 @@ impl StepDef for ReopenContainerLog {
             .runtime
             .reopen_container_log(&id)
             .await
-            .map_err(ManagerError::Call);
-        if check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?.is_none() {
+            ;
+        if check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?.is_none() {
             return Ok(());
         }
         let Some((path, rotated)) = paths else {

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
-use crate::manager::ManagerError;
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::world::{mismatch, StepError, World};
 
 /// `runtime_status`.
@@ -37,7 +36,7 @@ pub struct RuntimeStatusExpect {
 
 impl StepDef for RuntimeStatus {
     const NAME: &'static str = "runtime_status";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "CRI `Status`: checks which runtime conditions are reported and whether each holds.";
 
@@ -53,8 +52,8 @@ impl StepDef for RuntimeStatus {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let result = world.runtime.status(false).await.map_err(ManagerError::Call);
-        let Some(answer) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        let result = world.runtime.status(false).await;
+        let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
         };

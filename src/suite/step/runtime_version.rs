@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
-use crate::manager::{ManagerError, KUBE_RUNTIME_API_VERSION};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use crate::manager::KUBE_RUNTIME_API_VERSION;
 use crate::world::{StepError, World};
 
 /// `runtime_version`.
@@ -55,7 +55,7 @@ impl RuntimeVersionExpect {
 
 impl StepDef for RuntimeVersion {
     const NAME: &'static str = "runtime_version";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "CRI `Version` (asking for 0.1.0): checks each field of the answer as the runtime sent it.";
 
@@ -77,8 +77,8 @@ impl StepDef for RuntimeVersion {
             .runtime
             .version(KUBE_RUNTIME_API_VERSION)
             .await
-            .map_err(ManagerError::Call);
-        let Some(answer) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+            ;
+        let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
         };

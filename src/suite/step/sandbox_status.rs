@@ -7,9 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, SandboxState, Scope, StepDef};
+use super::{check_call, is_default, ErrorExpect, Kind, SandboxState, Scope, StepDef};
 use crate::cri::{labels, v1};
-use crate::manager::ManagerError;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
 /// `sandbox_status`.
@@ -169,7 +168,7 @@ pub(super) fn sandbox_state_name(state: i32) -> &'static str {
 
 impl StepDef for SandboxStatus {
     const NAME: &'static str = "sandbox_status";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "CRI `PodSandboxStatus` of a sandbox (by id or id prefix): state, times, IP, echoed config.";
 
@@ -190,8 +189,8 @@ impl StepDef for SandboxStatus {
             .runtime
             .pod_sandbox_status(asked)
             .await
-            .map_err(ManagerError::Call);
-        let Some(answer) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
+            ;
+        let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
         };

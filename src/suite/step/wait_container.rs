@@ -82,7 +82,7 @@ impl Poll {
 
 impl StepDef for WaitContainer {
     const NAME: &'static str = "wait_container";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Polls `ContainerStatus` until a container is in a state, for at most `within_ms`.";
 
