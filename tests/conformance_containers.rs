@@ -130,6 +130,59 @@ async fn outcome(steps: &str) -> CaseOutcome {
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - reopen_container_log: {container: app, rotate: false}\n",
     "step 3 `reopen_container_log`: CRI ReopenContainerLog on <endpoint>: Unknown: container is not running"
 )]
+#[case::malformed_log_line(
+    concat!(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n",
+        "      - create_container: {as: app, sandbox: sb}\n",
+        "      - make_host_path: {path: logs/sb/app/0.log, kind: file, content: \"not a log line\\n\"}\n",
+        "      - check_log: {container: app, expect: {lines: [{stream: stdout, equals: x}]}}\n",
+    ),
+    r#"log of app: expected CRI log lines, got line 1 "not a log line": timestamp "not" is not an RFC 3339 time"#
+)]
+#[case::log_line_before_the_container(
+    concat!(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n",
+        "      - create_container: {as: app, sandbox: sb}\n",
+        "      - make_host_path: {path: logs/sb/app/0.log, kind: file, content: \"2016-10-06T00:17:09Z stdout F x\\n\"}\n",
+        "      - check_log: {container: app, expect: {lines: [{stream: stdout, equals: x}]}}\n",
+    ),
+    "log of app: expected CRI log timestamps, got line 1: timestamp 1475713029000000000 is outside the container's life so far"
+)]
+#[case::log_line_never_finished(
+    concat!(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n",
+        "      - create_container: {as: app, sandbox: sb}\n",
+        "      - make_host_path: {path: logs/sb/app/0.log, kind: file, content: \"2016-10-06T00:17:09Z stdout F x\"}\n",
+        "      - check_log: {container: app, within_ms: 30, expect: {lines: [{stream: stdout, equals: x}]}}\n",
+    ),
+    r#"log of app: expected in order per stream [stdout equal to "x"] within 30 ms, got []"#
+)]
+#[case::no_log_file(
+    concat!(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n",
+        "      - create_container: {as: app, sandbox: sb}\n",
+        "      - check_log: {container: app, within_ms: 30, expect: {lines: [{stream: stderr, contains: x}]}}\n",
+    ),
+    "got no current log file"
+)]
+#[case::log_without_a_log_directory(
+    "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - check_log: {container: app, expect: {lines: [{stream: stdout, equals: x}]}}\n",
+    "container `app` has no log path: its sandbox needs `log_directory: true`"
+)]
+#[case::reopen_makes_no_new_file(
+    concat!(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n",
+        "      - create_container: {as: app, sandbox: sb}\n",
+        "      - make_host_path: {path: logs/sb/app/0.log, kind: file}\n",
+        "      - start_container: app\n",
+        "      - reopen_container_log: {container: app}\n",
+    ),
+    "reopen_container_log app: expected a new log file at the log path once the call returns, got none"
+)]
+#[case::log_path_not_echoed(
+    "      - run_sandbox: {as: sb, pod: web, log_directory: true}\n      - create_container: {as: app, sandbox: sb}\n      - container_status: {container: app, expect: {log_path: empty}}\n",
+    r#"log_path: expected "", got "/"#
+)]
 #[tokio::test]
 async fn a_wrong_expectation_fails_naming_the_field(#[case] steps: &str, #[case] message: &str) {
     match outcome(steps).await {

@@ -241,7 +241,13 @@ impl StepDef for ContainerStatus {
                     })?,
                 LogPathExpect::Empty => String::new(),
             };
-            expect_eq("log_path", &sent, &status.log_path)?;
+            if sent != status.log_path {
+                return Err(mismatch(
+                    "log_path",
+                    format!("{sent:?}"),
+                    format!("{:?}", status.log_path),
+                ));
+            }
         }
         if let Some(wanted) = &expect.mounts {
             let actual: Vec<String> = status
