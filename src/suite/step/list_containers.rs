@@ -1,11 +1,12 @@
 //! `list_containers`: the runtime's ListContainers with a filter, as the kubelet and crictl
-//! send it (sandbox, state, labels), restricted to the case's own objects; checks exactly which
+//! send it (sandbox, state, labels, an id or id prefix), restricted to the case's own objects; checks exactly which
 //! containers answer, and their states.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::sandbox_status::{by_prefix, check_prefix};
 use super::{is_default, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerState;
@@ -15,9 +16,15 @@ use crate::world::{expect_eq, show, sorted, World, StepError};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `list_containers` step: `sandbox`, `state`, `labels`, `expect`"
+    expecting = "a `list_containers` step: `id`, `id_prefix`, `sandbox`, `state`, `labels`, `expect`"
 )]
 pub struct ListContainers {
+    /// Only the container with this alias's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Filter by the first this many characters of that id instead of the whole id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_prefix: Option<usize>,
     /// Only containers of this sandbox alias.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
@@ -48,13 +55,19 @@ impl StepDef for ListContainers {
     const NAME: &'static str = "list_containers";
     const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
-        "Lists the case's containers with a filter (sandbox, state, labels) and checks which answer.";
+        "Lists the case's containers with a filter (id or id prefix, sandbox, state, labels) and checks which answer.";
 
     fn expect_fields() -> &'static [&'static str] {
         super::fields_of::<ListContainersExpect>()
     }
 
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        if let Some(id) = &self.id {
+            scope.container(id)?;
+        } else if self.id_prefix.is_some() {
+            return Err("id_prefix: give `id` too, the container whose id to shorten".to_owned());
+        }
+        check_prefix(self.id_prefix)?;
         if let Some(sandbox) = &self.sandbox {
             scope.sandbox(sandbox)?;
         }
@@ -74,13 +87,20 @@ impl StepDef for ListContainers {
             Some(alias) => world.aliases.sandbox(alias)?.id.clone(),
             None => String::new(),
         };
+        let id = match &self.id {
+            Some(alias) => {
+                let full = &world.aliases.container(alias)?.id;
+                by_prefix(full, self.id_prefix).to_owned()
+            }
+            None => String::new(),
+        };
         let filter = v1::ContainerFilter {
+            id,
             pod_sandbox_id,
             state: self.state.map(|s| v1::ContainerStateValue {
                 state: s.0.to_cri_container() as i32,
             }),
             label_selector,
-            ..Default::default()
         };
         let listed = world.runtime.list_containers(Some(filter)).await?;
         if let Some(wanted) = &self.expect.containers {
