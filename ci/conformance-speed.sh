@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Prints how long the core conformance set (critest's first half: runtime info, sandboxes,
+# containers, images, logs, stats, exec, networking) takes on a runtime at --parallel 2, next
+# to critest v1.26.1's time for the same specs on this machine kind, and where the time goes.
+# A benchmark that prints figures, not a test: it fails only if a case fails.
+#
+# Usage: ci/conformance-speed.sh [RUNS]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
+# Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2).
+set -euo pipefail
+
+RUNS="${1:-3}"
+BIN="${CRIH_BIN:-target/release/cri-harness}"
+PARALLEL="${CRIH_PARALLEL:-2}"
+: "${CONTAINER_RUNTIME_ENDPOINT:?set it (ci/containerd.sh up prints it)}"
+# critest v1.26.1 here: 30.0 s for these 36 specs at one process (the specs file); at
+# -parallel=2 its whole run takes 41 s against 82.6 s at one, so these take about 14.9 s.
+CRITEST_ONE=30.0
+CRITEST_TWO=14.9
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+for ((i = 1; i <= RUNS; i++)); do
+    start=$(date +%s.%N)
+    "$BIN" run -r "$CONTAINER_RUNTIME_ENDPOINT" --tags core --parallel "$PARALLEL" \
+        --report-dir "$out/run$i" >"$out/run$i.log" 2>&1 || {
+        cat "$out/run$i.log"
+        echo "conformance-speed: run $i had failures" >&2
+        exit 1
+    }
+    end=$(date +%s.%N)
+    echo "$start $end" >"$out/run$i.time"
+done
+
+python3 - "$out" "$RUNS" "$PARALLEL" "$CRITEST_ONE" "$CRITEST_TWO" <<'PY'
+import json, statistics, sys
+out, runs, parallel = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+critest_one, critest_two = float(sys.argv[4]), float(sys.argv[5])
+walls, cases = [], {}
+for i in range(1, runs + 1):
+    start, end = map(float, open(f"{out}/run{i}.time").read().split())
+    walls.append(end - start)
+    report = json.load(open(f"{out}/run{i}/results.json"))
+    for case in report["cases"]:
+        if case["outcome"] == "passed":
+            cases.setdefault(f'{case["suite"]}/{case["case"]}', []).append(case["duration"])
+wall = statistics.median(walls)
+busy = sum(statistics.median(d) for d in cases.values())
+print(f"core conformance set, {len(cases)} passing cases, --parallel {parallel}, {runs} runs")
+print(f"  wall time: median {wall:.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls)})")
+print(f"  case time: {busy:.2f} s summed over cases (one process would need about that)")
+print(f"  critest v1.26.1, same specs: {critest_one:.1f} s at one process, about {critest_two:.1f} s at -parallel=2")
+print(f"  ratio to critest at two: {wall / critest_two:.2f} (target: at most 0.50)")
+print("  slowest cases (median seconds):")
+for name, d in sorted(cases.items(), key=lambda kv: -statistics.median(kv[1]))[:10]:
+    print(f"    {statistics.median(d):6.3f}  {name}")
+by_suite = {}
+for name, d in cases.items():
+    by_suite.setdefault(name.split("/")[0], []).append(statistics.median(d))
+print("  by suite (summed case seconds):")
+for suite, d in sorted(by_suite.items(), key=lambda kv: -sum(kv[1])):
+    print(f"    {sum(d):6.2f}  {suite} ({len(d)} cases)")
+PY
