@@ -30,6 +30,7 @@ async fn outcome(steps: &str) -> CaseOutcome {
         runtime_handler: String::new(),
         work_dir: scratch.path().join("work"),
         online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
