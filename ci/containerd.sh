@@ -20,6 +20,9 @@
 #   CRIH_SOCKET_UID/GID owner of the CRI socket (default: the sudo caller, else root), so a
 #                       non-root test run can reach a containerd started with sudo
 #   CRIH_LOG_DIR        `down` copies containerd's and the registry's logs here first
+#   CRIH_HANDLERS       extra RuntimeClass handlers, each an OCI runtime binary on PATH run
+#                       through the runc v2 shim (default "runsc crun"; "" for none); each is
+#                       installed from Debian if missing and named after its binary
 set -euo pipefail
 
 STATE="${CRIH_STATE:-/tmp/cri-harness-containerd}"
@@ -34,6 +37,7 @@ REGISTRY="127.0.0.1:$PORT"
 SOCKET_UID="${CRIH_SOCKET_UID:-${SUDO_UID:-0}}"
 SOCKET_GID="${CRIH_SOCKET_GID:-${SUDO_GID:-0}}"
 SANDBOX_IMAGE="registry.k8s.io/pause:3.9"
+read -r -a HANDLERS <<<"${CRIH_HANDLERS-runsc crun}"
 # Registry host namespaces that resolve to the local registry; `_default` catches any other.
 MIRRORED_HOSTS=(registry.k8s.io docker.io _default)
 CNI_PLUGINS=(bridge host-local portmap loopback)
@@ -126,6 +130,10 @@ install_packages() {
     command -v skopeo >/dev/null || missing+=(skopeo)
     command -v ip >/dev/null || missing+=(iproute2)
     command -v nsenter >/dev/null || missing+=(util-linux)
+    local handler
+    for handler in "${HANDLERS[@]}"; do
+        command -v "$handler" >/dev/null || missing+=("$handler")
+    done
     if ((${#missing[@]})); then
         mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
         log "installing ${missing[*]}"
@@ -138,6 +146,20 @@ install_packages() {
 write_configs() {
     local cni_bin="$1"
     mkdir -p "$STATE"/{root,state,opt,runc,registry,cni/net.d,cni/ipam}
+    local handlers="" handler
+    for handler in "${HANDLERS[@]}"; do
+        # A handler of its own name: the runc v2 shim driving that binary, with its own root
+        # so `down` can find what it left.
+        handlers+="
+      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$handler]
+        runtime_type = \"io.containerd.runc.v2\"
+
+        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$handler.options]
+          BinaryName = \"$(command -v "$handler")\"
+          Root = \"$STATE/$handler\"
+          SystemdCgroup = false
+"
+    done
     cat >"$STATE/config.toml" <<EOF
 # Written by ci/containerd.sh: a containerd that shares no path or socket with a system one.
 version = 2
@@ -182,7 +204,7 @@ state = "$STATE/state"
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           Root = "$STATE/runc"
           SystemdCgroup = false
-
+$handlers
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$cni_bin"
       conf_dir = "$STATE/cni/net.d"
@@ -462,14 +484,17 @@ cmd_down() {
         cp "$STATE"/*.log "$CRIH_LOG_DIR"/ 2>/dev/null || true
         [[ -z "${SUDO_UID:-}" ]] || chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$CRIH_LOG_DIR"
     fi
-    # Containers whose shim was gone: runc still knows them under our root.
-    if [[ -d "$STATE/runc/k8s.io" ]] && command -v runc >/dev/null; then
-        local id
-        for id in $(runc --root "$STATE/runc/k8s.io" list -q 2>/dev/null); do
-            runc --root "$STATE/runc/k8s.io" delete --force "$id" >/dev/null 2>&1 || true
+    # Containers whose shim was gone: runc (or a handler's runtime) still knows them under
+    # our root. A handler that cannot remove what it made through CRI (runsc here) is reaped
+    # the same way.
+    local runtime id
+    for runtime in runc "${HANDLERS[@]}"; do
+        [[ -d "$STATE/$runtime/k8s.io" ]] && command -v "$runtime" >/dev/null || continue
+        for id in $("$runtime" --root "$STATE/$runtime/k8s.io" list -q 2>/dev/null); do
+            "$runtime" --root "$STATE/$runtime/k8s.io" delete --force "$id" >/dev/null 2>&1 || true
             rm -f "$CNI_CACHE/cni-loopback-$id-"*
         done
-    fi
+    done
     # Every attachment of our network name is ours, whoever made it.
     rm -f "$CNI_CACHE/$CNI_NETWORK-"*
     rmdir "$CNI_CACHE" /var/lib/cni 2>/dev/null || true

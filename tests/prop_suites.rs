@@ -50,6 +50,10 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
             ci: false,
         },
         run_id: "propreplay".to_owned(),
+        runtime_handler: String::new(),
+        work_dir: runner::default_work_dir(),
+        online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     let failures: Vec<String> = report

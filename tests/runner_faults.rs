@@ -59,6 +59,10 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         snapshot_dir: snapshots.to_owned(),
         snapshots: snapshot::Policy::default(),
         run_id: "faults".to_owned(),
+        runtime_handler: String::new(),
+        work_dir: runner::default_work_dir(),
+        online: false,
+        pulled_record: None,
     }
 }
 
@@ -138,7 +142,7 @@ async fn an_interrupt_cancels_the_running_case_removes_what_it_made_and_starts_n
     assert!(report.interrupted);
     assert!(failure(&report, 0).contains("interrupted"));
     assert!(
-        matches!(&report.cases[1].outcome, CaseOutcome::Skipped(r) if r.contains("interrupted"))
+        matches!(&report.cases[1].outcome, CaseOutcome::Skipped(r) if r.reason.contains("interrupted"))
     );
     assert!(labelled(&served.client).await.is_empty());
     served.server.shutdown().await;
@@ -189,7 +193,7 @@ async fn a_runtime_that_stops_answering_ends_the_run_with_a_message_naming_the_e
     }
     for case in &report.cases[3..] {
         assert!(
-            matches!(&case.outcome, CaseOutcome::Skipped(r) if r.contains("stopped answering"))
+            matches!(&case.outcome, CaseOutcome::Skipped(r) if r.reason.contains("stopped answering"))
         );
     }
     served.server.shutdown().await;
@@ -207,7 +211,7 @@ async fn a_case_that_needs_the_mock_is_skipped_on_a_real_runtime_with_the_reason
     )
     .await;
     assert!(
-        matches!(&report.cases[0].outcome, CaseOutcome::Skipped(r) if r.contains("mock_control"))
+        matches!(&report.cases[0].outcome, CaseOutcome::Skipped(r) if r.reason.contains("mock_control"))
     );
     assert!(report.success());
     served.server.shutdown().await;

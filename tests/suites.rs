@@ -25,6 +25,10 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
         snapshot_dir: scratch.path().to_owned(),
         snapshots: snapshot::Policy::default(),
         run_id: "suites".to_owned(),
+        runtime_handler: String::new(),
+        work_dir: runner::default_work_dir(),
+        online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

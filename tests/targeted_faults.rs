@@ -36,6 +36,10 @@ async fn run_once() -> String {
         snapshot_dir: scratch.path().to_owned(),
         snapshots: snapshot::Policy::default(),
         run_id: "targeted".to_owned(),
+        runtime_handler: String::new(),
+        work_dir: runner::default_work_dir(),
+        online: false,
+        pulled_record: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -1,11 +1,14 @@
 //! `cri-harness clean`: removes the containers, then the sandboxes, that earlier runs left on a
 //! runtime (an interrupted run, a killed process), found by the harness's run-id label. A run
-//! that still holds its lease is left alone unless `--force` says otherwise.
+//! that still holds its lease is left alone unless `--force` says otherwise. The images a run
+//! pulled and did not get to remove, listed in a record beside its lease, go too.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::common::{EndpointArgs, LeaseDirArg};
 use crate::runner::cleanup::{self, LeaseState, Selector};
+use crate::world::pulled;
 
 /// Arguments of `cri-harness clean`.
 #[derive(Debug, clap::Args)]
@@ -42,7 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mut removed = 0;
-    let mut left = Vec::new();
+    let mut left: Vec<String> = Vec::new();
     for selector in &selectors {
         let removal = cleanup::remove(&client, selector).await;
         for object in &removal.removed {
@@ -52,7 +55,44 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("error: {error}");
         }
         removed += removal.removed.len();
-        left.extend(cleanup::remaining(&client, selector).await?);
+        left.extend(
+            cleanup::remaining(&client, selector)
+                .await?
+                .iter()
+                .map(ToString::to_string),
+        );
+    }
+    // Images a run pulled and could not remove (its runtime died, or it was killed): the run
+    // left their list beside its lease.
+    for (run_id, record) in image_records(&lease_dir, args.run_id.as_deref()) {
+        if matches!(
+            cleanup::lease_state(&lease_dir, &run_id),
+            LeaseState::Held(_)
+        ) && !args.force
+        {
+            continue;
+        }
+        let mut kept = Vec::new();
+        for image in pulled::read_record(&record) {
+            match client.remove_image(&image).await {
+                Ok(()) => {
+                    println!("removed image {image} (pulled by run {run_id})");
+                    removed += 1;
+                }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    kept.push(image);
+                }
+            }
+        }
+        if kept.is_empty() {
+            let _ = std::fs::remove_file(&record);
+        } else {
+            left.extend(
+                kept.into_iter()
+                    .map(|image| format!("image {image} (pulled by run {run_id})")),
+            );
+        }
     }
     for (run_id, holder) in &alive {
         println!(
@@ -85,4 +125,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// The image records in the lease directory, by run id: every one, or `only`'s.
+fn image_records(lease_dir: &Path, only: Option<&str>) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(lease_dir) else {
+        return Vec::new();
+    };
+    let mut records: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let run_id = name.strip_suffix(".images")?.to_owned();
+            Some((run_id, entry.path()))
+        })
+        .filter(|(run_id, _)| only.is_none_or(|id| id == run_id))
+        .collect();
+    records.sort();
+    records
 }

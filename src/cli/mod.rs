@@ -15,6 +15,7 @@ pub mod clean;
 pub mod common;
 pub mod images;
 pub mod mock;
+pub mod progress;
 pub mod prop;
 pub mod run;
 pub mod version;

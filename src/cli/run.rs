@@ -4,10 +4,8 @@
 //! On an endpoint the run holds a lease for its run id while it lives, so a `clean` meanwhile
 //! leaves its objects alone.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -62,6 +60,17 @@ pub struct Args {
     /// Print the selected cases and exit without running them
     #[arg(long)]
     list: bool,
+    /// RuntimeClass handler every RunPodSandbox asks for, as critest's -runtime-handler
+    /// [default: the runtime's default handler]
+    #[arg(long, value_name = "NAME", default_value = "")]
+    runtime_handler: String,
+    /// Directory for the cases' host files (log directories, volumes), one per case, removed
+    /// with it; the runtime must see it at the same path [default: TMPDIR/cri-harness]
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// Also run the environment-dependent cases that need the public registries
+    #[arg(long)]
+    online: bool,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -87,24 +96,28 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
     .into_iter()
     .flatten()
     .collect();
-    if let Err(err) = suite::ensure_selected(
+    let selected = match suite::ensure_selected(
         &loaded.suites,
         |s, c| filter.selects(s, c),
         &given.join(" and "),
     ) {
-        for error in &loaded.errors {
-            eprintln!("error: {error}");
+        Ok(selected) => selected,
+        Err(err) => {
+            for error in &loaded.errors {
+                eprintln!("error: {error}");
+            }
+            eprintln!("error: {err}");
+            return Ok(ExitCode::FAILURE);
         }
-        eprintln!("error: {err}");
-        return Ok(ExitCode::FAILURE);
-    }
+    };
     if args.list {
         for suite in &loaded.suites {
             for case in suite.cases.iter().filter(|c| filter.selects(suite, c)) {
-                let mark = if case.needs_mock_control() {
-                    " [mock_control]"
+                let needs: Vec<&str> = case.needs.iter().map(|n| n.name()).collect();
+                let mark = if needs.is_empty() {
+                    String::new()
                 } else {
-                    ""
+                    format!(" [{}]", needs.join(", "))
                 };
                 println!("{}{mark}", case.full_name(suite));
             }
@@ -132,6 +145,9 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
             )
         }
     };
+    // Only a real runtime keeps images after the run; the mock's die with it.
+    let pulled_record = matches!(target, Target::Endpoint { .. })
+        .then(|| crate::world::pulled::record_path(&args.lease.dir(), &run_id));
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let config = RunConfig {
         target,
@@ -147,14 +163,19 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
             ci,
         },
         run_id,
+        runtime_handler: args.runtime_handler,
+        work_dir: args.work_dir.unwrap_or_else(runner::default_work_dir),
+        online: args.online,
+        pulled_record,
     };
-    let progress: runner::Progress = Arc::new(|case| {
-        let mut out = std::io::stdout().lock();
-        // A closed stdout must not stop the run; the reports still get written.
-        let _ = writeln!(out, "{}", report::case_line(case));
-        let _ = out.flush();
-    });
+    if !config.runtime_handler.is_empty() {
+        println!("runtime handler: {}", config.runtime_handler);
+    }
+    let (progress, bar) = super::progress::display(selected, ci);
     let mut outcome = runner::run(config, stop, Some(progress)).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     outcome
         .errors
         .splice(0..0, loaded.errors.iter().map(ToString::to_string));

@@ -407,6 +407,107 @@ impl CriClient {
         .await
     }
 
+    /// `RuntimeService/ExecSync`: runs `cmd` in the container and waits for it, up to
+    /// `timeout` (zero: the runtime's own bound). The call's deadline is the exec's timeout
+    /// plus the per-call one, so a runtime that honours the timeout answers in time.
+    pub async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<v1::ExecSyncResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ExecSyncRequest {
+            container_id: container_id.to_owned(),
+            cmd,
+            timeout: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        };
+        self.with_timeout(self.timeout.saturating_add(timeout))
+            .call(
+                "ExecSync",
+                request,
+                |r| async move { client.exec_sync(r).await },
+            )
+            .await
+    }
+
+    /// `RuntimeService/ReopenContainerLog`.
+    pub async fn reopen_container_log(&self, container_id: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ReopenContainerLogRequest {
+            container_id: container_id.to_owned(),
+        };
+        self.call("ReopenContainerLog", request, |r| async move {
+            client.reopen_container_log(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/ContainerStats`; `None` when the runtime answers no stats.
+    pub async fn container_stats(
+        &self,
+        container_id: &str,
+    ) -> Result<Option<v1::ContainerStats>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ContainerStatsRequest {
+            container_id: container_id.to_owned(),
+        };
+        let response = self
+            .call("ContainerStats", request, |r| async move {
+                client.container_stats(r).await
+            })
+            .await?;
+        Ok(response.stats)
+    }
+
+    /// `RuntimeService/ListContainerStats`; `None` sends no filter at all.
+    pub async fn list_container_stats(
+        &self,
+        filter: Option<v1::ContainerStatsFilter>,
+    ) -> Result<Vec<v1::ContainerStats>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListContainerStatsRequest { filter };
+        let response = self
+            .call("ListContainerStats", request, |r| async move {
+                client.list_container_stats(r).await
+            })
+            .await?;
+        Ok(response.stats)
+    }
+
+    /// `RuntimeService/PodSandboxStats`; `None` when the runtime answers no stats.
+    pub async fn pod_sandbox_stats(
+        &self,
+        pod_sandbox_id: &str,
+    ) -> Result<Option<v1::PodSandboxStats>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::PodSandboxStatsRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+        };
+        let response = self
+            .call("PodSandboxStats", request, |r| async move {
+                client.pod_sandbox_stats(r).await
+            })
+            .await?;
+        Ok(response.stats)
+    }
+
+    /// `RuntimeService/ListPodSandboxStats`; `None` sends no filter at all.
+    pub async fn list_pod_sandbox_stats(
+        &self,
+        filter: Option<v1::PodSandboxStatsFilter>,
+    ) -> Result<Vec<v1::PodSandboxStats>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListPodSandboxStatsRequest { filter };
+        let response = self
+            .call("ListPodSandboxStats", request, |r| async move {
+                client.list_pod_sandbox_stats(r).await
+            })
+            .await?;
+        Ok(response.stats)
+    }
+
     /// `ImageService/PullImage`; answers the image reference the runtime stored.
     pub async fn pull_image(&self, image: &str) -> Result<String, CallError> {
         let mut client = self.image.clone();

@@ -6,7 +6,7 @@
 //! `kill_pod` the sandboxes newest-created first, so kill expectations are computed for that
 //! order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -24,7 +24,7 @@ use crate::suite::step::{
     self, CreateContainer, ErrorExpect, ErrorKind, GetPodStatus, GetPods, GetPodsExpect, GrpcCode,
     IpExpect, KillExpect, KillPod, MockInjectError, MockSetClock, MockSetVersion, NewManager,
     NewManagerExpect, PodExpect, PodStatusExpect, RemoveContainer, RemoveSandbox, RunSandbox,
-    StartContainer, State, Step, StopContainer, StopSandbox, Stopped, SyncResultExpect, BUSYBOX,
+    StartContainer, State, Step, StopContainer, StopSandbox, Stopped, SyncResultExpect,
 };
 use crate::suite::Need;
 
@@ -72,13 +72,9 @@ fn scenario_steps(model: &Model) -> Vec<Step> {
                     }));
                 }
                 steps.push(Step::RunSandbox(RunSandbox {
-                    alias: Naming::sandbox_alias(*n),
-                    pod: Naming::pod_name(*pod),
                     attempt: *attempt,
                     host_network: *host_network,
-                    labels: BTreeMap::new(),
-                    annotations: BTreeMap::new(),
-                    pod_labels: true,
+                    ..RunSandbox::new(Naming::sandbox_alias(*n), Naming::pod_name(*pod))
                 }));
             }
             Action::RunSandbox { sandbox: None, .. } => {}
@@ -105,15 +101,9 @@ fn scenario_steps(model: &Model) -> Vec<Step> {
                 };
                 let alias = Naming::container_alias(*n);
                 steps.push(Step::CreateContainer(CreateContainer {
-                    alias: alias.clone(),
-                    sandbox: Naming::sandbox_alias(*s),
                     name: Some((*name).to_owned()),
-                    image: BUSYBOX.to_owned(),
-                    command: None,
-                    attempt: 0,
                     pod_labels,
-                    labels: BTreeMap::new(),
-                    annotations: BTreeMap::new(),
+                    ..CreateContainer::new(alias.clone(), Naming::sandbox_alias(*s))
                 }));
                 if *start {
                     steps.push(Step::StartContainer(StartContainer(alias)));

@@ -46,7 +46,7 @@ pub fn case_line(case: &CaseReport) -> String {
     let (word, reason) = match &case.outcome {
         CaseOutcome::Passed => ("PASS", None),
         CaseOutcome::Failed(reason) => ("FAIL", Some(reason)),
-        CaseOutcome::Skipped(reason) => ("SKIP", Some(reason)),
+        CaseOutcome::Skipped(skip) => ("SKIP", Some(&skip.reason)),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(reason) = reason {
@@ -179,6 +179,11 @@ pub fn junit(report: &RunReport) -> Result<String, ReportError> {
         }
         suites.push(suite);
     }
+    if !report.runtime_handler.is_empty() {
+        for suite in &mut suites {
+            suite.add_property(("runtime-handler", report.runtime_handler.as_str()));
+        }
+    }
     let mut junit = Report::new("cri-harness");
     junit.set_time(report.duration).add_test_suites(suites);
     junit.to_string().map_err(ReportError::Junit)
@@ -195,9 +200,12 @@ fn test_case(case: &CaseReport) -> TestCase {
                 .set_description(failure_text(case, reason));
             status
         }
-        CaseOutcome::Skipped(reason) => {
+        CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
-            status.set_message(reason.as_str());
+            // The schema CI tools validate against allows a skip only a message: the kind
+            // leads it, so dashboards can still group skips by why.
+            let why: &'static str = skip.why.into();
+            status.set_message(format!("{why}: {}", skip.reason));
             status
         }
     };
@@ -208,6 +216,11 @@ fn test_case(case: &CaseReport) -> TestCase {
         .insert("file".into(), case.source.as_str().into());
     test.extra
         .insert("line".into(), case.line.to_string().into());
+    if let Some(environment) = case.environment {
+        // Test cases carry no properties in that schema; standard output is where a reader
+        // of the case looks.
+        test.set_system_out(format!("environment-dependent: {environment}"));
+    }
     test
 }
 
@@ -231,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::runner::snapshot::SnapshotStatus;
-    use crate::runner::SnapshotReport;
+    use crate::runner::{SkipWhy, SnapshotReport};
 
     fn case(suite: &str, name: &str, outcome: CaseOutcome) -> CaseReport {
         CaseReport {
@@ -243,6 +256,7 @@ mod tests {
             outcome,
             duration: Duration::from_micros(1_200),
             snapshot: None,
+            environment: None,
             unreachable: false,
         }
     }
@@ -252,6 +266,7 @@ mod tests {
             run_id: "r1".into(),
             target: "mock".into(),
             target_kind: "mock".into(),
+            runtime_handler: String::new(),
             cases,
             errors: Vec::new(),
             aborted: None,
@@ -263,7 +278,10 @@ mod tests {
     #[rstest]
     #[case::passed(CaseOutcome::Passed, "PASS s/c (1.2 ms)")]
     #[case::failed(CaseOutcome::Failed("ip: expected none, got <ip:a>".into()), "FAIL s/c (1.2 ms) ip: expected none, got <ip:a>")]
-    #[case::skipped(CaseOutcome::Skipped("needs mock_control".into()), "SKIP s/c (1.2 ms) needs mock_control")]
+    #[case::skipped(
+        CaseOutcome::skipped(SkipWhy::MockOnly, "needs mock_control"),
+        "SKIP s/c (1.2 ms) needs mock_control"
+    )]
     fn each_case_is_one_line(#[case] outcome: CaseOutcome, #[case] expected: &str) {
         assert_eq!(case_line(&case("s", "c", outcome)), expected);
     }
@@ -282,7 +300,7 @@ mod tests {
             case("s", "a", CaseOutcome::Passed),
             case("s", "b", CaseOutcome::Passed),
             case("s", "c", CaseOutcome::Failed("x".into())),
-            case("t", "d", CaseOutcome::Skipped("y".into())),
+            case("t", "d", CaseOutcome::skipped(SkipWhy::NotRun, "y")),
         ]);
         assert_eq!(summary_line(&report), "2 passed, 1 failed, 1 skipped");
         assert!(epilogue(&report, None)
@@ -321,7 +339,11 @@ mod tests {
         let mut report = report(vec![
             case("s", "a", CaseOutcome::Passed),
             changed,
-            case("t", "c", CaseOutcome::Skipped("needs \"mock\"".into())),
+            case(
+                "t",
+                "c",
+                CaseOutcome::skipped(SkipWhy::MockOnly, "needs \"mock\""),
+            ),
         ]);
         report
             .errors
@@ -361,7 +383,10 @@ mod tests {
             .descendants()
             .find(|n| n.has_tag_name("skipped"))
             .unwrap();
-        assert_eq!(skipped.attribute("message"), Some("needs \"mock\""));
+        assert_eq!(
+            skipped.attribute("message"),
+            Some("mock_only: needs \"mock\"")
+        );
         let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
         assert_eq!(
             error.attribute("message"),
@@ -447,7 +472,11 @@ mod tests {
         let mut report = report(vec![
             case("s", "a", CaseOutcome::Passed),
             case("s", "b", CaseOutcome::Failed("wrong ip".into())),
-            case("t", "c", CaseOutcome::Skipped("needs mock_control".into())),
+            case(
+                "t",
+                "c",
+                CaseOutcome::skipped(SkipWhy::MockOnly, "needs mock_control"),
+            ),
         ]);
         report.errors.push("suites/bad.yaml:3:5: bad".into());
         report.aborted = Some("the runtime stopped answering".into());
@@ -460,7 +489,7 @@ mod tests {
         let hostile = "a & <b> \"q\" 'x' ]]> \u{1b}[31mred\u{0} \u{202e}rtl µs ✓";
         let report = report(vec![
             case("s", hostile, CaseOutcome::Failed(hostile.into())),
-            case(hostile, "c", CaseOutcome::Skipped(hostile.into())),
+            case(hostile, "c", CaseOutcome::skipped(SkipWhy::NotRun, hostile)),
         ]);
         let xml = junit(&report).unwrap();
         check_against_the_schema(&xml);

@@ -18,6 +18,9 @@ pub(crate) struct StepFailure {
     pub message: String,
     /// The runtime did not answer (unavailable or out of time), as opposed to answering wrong.
     pub transport: bool,
+    /// The CRI method the step called that the runtime answered Unimplemented, if that is
+    /// why it failed.
+    pub unimplemented: Option<&'static str>,
 }
 
 /// A case in progress.
@@ -66,6 +69,7 @@ impl<'a> CaseRun<'a> {
                     index,
                     message: self.world.redact(&err.to_string()),
                     transport: err.is_transport(),
+                    unimplemented: err.unimplemented(),
                 });
             }
         }

@@ -6,7 +6,7 @@ pub mod case;
 pub mod cleanup;
 pub mod snapshot;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,7 +23,8 @@ use self::snapshot::{Policy, SnapshotStatus};
 use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
-use crate::suite::{Case, Suite};
+use crate::suite::{step::Kind, Case, Need, Suite};
+use crate::world::PulledImages;
 
 /// Consecutive cases that could not reach the runtime before the run gives up on it.
 const UNREACHABLE_LIMIT: usize = 3;
@@ -86,6 +87,23 @@ pub struct RunConfig {
     pub snapshots: Policy,
     /// Labels everything the run creates; see [`new_run_id`].
     pub run_id: String,
+    /// The RuntimeClass handler every RunPodSandbox asks for (empty: the runtime's default),
+    /// as critest's `-runtime-handler`.
+    pub runtime_handler: String,
+    /// Where cases make host files (log directories, volumes): one directory per case under
+    /// it, removed with the case. It must be a path the runtime sees as the harness does.
+    pub work_dir: PathBuf,
+    /// Run the environment-dependent cases that need the public registries.
+    pub online: bool,
+    /// Where to record the images the run pulls, so `clean` can remove them should the run
+    /// not get to (see [`crate::world::pulled::record_path`]); none: memory only.
+    pub pulled_record: Option<PathBuf>,
+}
+
+/// Where cases make host files unless told otherwise: `cri-harness` in the system's temporary
+/// directory (a runtime on the same machine sees it at the same path).
+pub fn default_work_dir() -> PathBuf {
+    std::env::temp_dir().join("cri-harness")
 }
 
 /// A fresh run id: 8 hex digits from the clock and the process id, short enough for
@@ -113,15 +131,72 @@ pub fn valid_run_id(id: &str) -> bool {
 pub type Interrupt = CancellationToken;
 
 /// How a case ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", content = "reason", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaseOutcome {
     /// Every step and its expectations held, cleanup left nothing, the snapshot matches.
     Passed,
     /// Why it failed.
     Failed(String),
     /// Why it did not run.
-    Skipped(String),
+    Skipped(Skip),
+}
+
+impl CaseOutcome {
+    /// A skip for `why`, saying `reason`.
+    pub fn skipped(why: SkipWhy, reason: impl Into<String>) -> Self {
+        CaseOutcome::Skipped(Skip {
+            why,
+            reason: reason.into(),
+        })
+    }
+}
+
+/// Why a case did not run, in words and as a kind reports can group by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    /// The kind of reason.
+    pub why: SkipWhy,
+    /// The reason, in words.
+    pub reason: String,
+}
+
+/// The kinds of reasons a case does not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum SkipWhy {
+    /// It needs the mock's control service and the target is a real runtime.
+    MockOnly,
+    /// It needs a real process and the target is the mock.
+    NeedsProcess,
+    /// The runtime lacks an optional feature the case declares.
+    RuntimeLacks,
+    /// It depends on the machine (e.g. internet access), which this run does not offer.
+    Environment,
+    /// The run was interrupted or aborted before it.
+    NotRun,
+}
+
+// Flat in JSON: `{"outcome": "skipped", "reason": "...", "skip": "mock_only"}`.
+impl Serialize for CaseOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "outcome", rename_all = "snake_case")]
+        enum Wire<'a> {
+            Passed,
+            Failed { reason: &'a str },
+            Skipped { reason: &'a str, skip: SkipWhy },
+        }
+        match self {
+            CaseOutcome::Passed => Wire::Passed,
+            CaseOutcome::Failed(reason) => Wire::Failed { reason },
+            CaseOutcome::Skipped(skip) => Wire::Skipped {
+                reason: &skip.reason,
+                skip: skip.why,
+            },
+        }
+        .serialize(serializer)
+    }
 }
 
 /// The snapshot of one case.
@@ -153,8 +228,11 @@ pub struct CaseReport {
     /// Wall time, setup to cleanup.
     #[serde(serialize_with = "seconds")]
     pub duration: Duration,
-    /// Its snapshot, when it got that far.
+    /// Its snapshot, when it got that far and makes manager calls.
     pub snapshot: Option<SnapshotReport>,
+    /// What makes its result depend on the machine rather than the runtime, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<&'static str>,
     /// It failed because the runtime did not answer.
     #[serde(skip)]
     pub unreachable: bool,
@@ -180,6 +258,8 @@ pub struct RunReport {
     pub target: String,
     /// Snapshot directory name: `mock` or the runtime's name.
     pub target_kind: String,
+    /// The RuntimeClass handler the sandboxes asked for; empty for the runtime's default.
+    pub runtime_handler: String,
     /// Every selected case, in suite and file order.
     pub cases: Vec<CaseReport>,
     /// Suite files that could not be used, and problems of the run as a whole.
@@ -219,8 +299,17 @@ impl RunReport {
     }
 }
 
-/// Called as each case finishes, in completion order.
-pub type Progress = Arc<dyn Fn(&CaseReport) + Send + Sync>;
+/// What a run tells its progress display.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A case starts running (`suite/case`).
+    Started(&'a str),
+    /// A case finished, in completion order.
+    Finished(&'a CaseReport),
+}
+
+/// Called as each case starts and finishes.
+pub type Progress = Arc<dyn Fn(Event<'_>) + Send + Sync>;
 
 /// What every case shares.
 struct Shared {
@@ -232,6 +321,8 @@ struct Shared {
     unreachable_streak: AtomicUsize,
     abort: Mutex<Option<String>>,
     progress: Option<Progress>,
+    /// Images this run pulled that the runtime did not have: removed when the run ends.
+    pulled: Arc<PulledImages>,
 }
 
 impl Shared {
@@ -262,6 +353,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         run_id: config.run_id.clone(),
         target: "mock".to_owned(),
         target_kind: "mock".to_owned(),
+        runtime_handler: config.runtime_handler.clone(),
         cases: Vec::new(),
         errors: Vec::new(),
         aborted: None,
@@ -295,6 +387,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         }
     };
     let parallel = config.parallel.max(1);
+    let shared_record = config.pulled_record.clone();
     let shared = Arc::new(Shared {
         config,
         client,
@@ -304,6 +397,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         unreachable_streak: AtomicUsize::new(0),
         abort: Mutex::new(None),
         progress,
+        pulled: Arc::new(PulledImages::new(shared_record)),
     });
     let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
         .map(|(index, (suite, case))| {
@@ -315,6 +409,11 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         .await;
     cases.sort_by_key(|c| c.number);
     report.cases = cases;
+    if let Some(client) = &shared.client {
+        report
+            .errors
+            .extend(remove_pulled(client, &shared.pulled).await);
+    }
     report.aborted = shared.aborted();
     report.interrupted = shared.interrupt.is_cancelled();
     report.duration = started.elapsed();
@@ -360,6 +459,9 @@ pub fn target_kind(runtime_name: &str) -> String {
 /// Runs one case and reports it (also to the progress callback).
 async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> CaseReport {
     let started = Instant::now();
+    if let Some(progress) = &shared.progress {
+        progress(Event::Started(&case.full_name(suite)));
+    }
     let (outcome, snapshot, unreachable) = case_outcome(shared, suite, case, number).await;
     let report = CaseReport {
         suite: suite.name.clone(),
@@ -370,6 +472,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         outcome,
         duration: started.elapsed(),
         snapshot,
+        environment: case.environment(),
         unreachable,
     };
     if matches!(report.outcome, CaseOutcome::Failed(_)) && unreachable {
@@ -387,7 +490,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         shared.unreachable_streak.store(0, Ordering::SeqCst);
     }
     if let Some(progress) = &shared.progress {
-        progress(&report);
+        progress(Event::Finished(&report));
     }
     report
 }
@@ -395,18 +498,23 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
 type Outcome = (CaseOutcome, Option<SnapshotReport>, bool);
 
 async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
+    let skip = |why, reason: String| (CaseOutcome::skipped(why, reason), None, false);
     if shared.interrupt.is_cancelled() {
-        return (
-            CaseOutcome::Skipped("not run: the run was interrupted".to_owned()),
-            None,
-            false,
+        return skip(
+            SkipWhy::NotRun,
+            "not run: the run was interrupted".to_owned(),
         );
     }
     if let Some(reason) = shared.aborted() {
-        return (
-            CaseOutcome::Skipped(format!("not run: {reason}")),
-            None,
-            false,
+        return skip(SkipWhy::NotRun, format!("not run: {reason}"));
+    }
+    if case.needs(Need::Online) && !shared.config.online {
+        return skip(
+            SkipWhy::Environment,
+            format!(
+                "environment-dependent: it {}; run with --online where the machine has it",
+                Need::Online.environment().unwrap_or("needs the internet")
+            ),
         );
     }
     match &shared.client {
@@ -414,16 +522,51 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
             if case.needs_mock_control() {
                 let reason =
                     "needs the mock's control service (mock_control); the target is a real runtime";
-                return (CaseOutcome::Skipped(reason.to_owned()), None, false);
+                return skip(SkipWhy::MockOnly, reason.to_owned());
             }
             let env = Env {
                 client: client.clone(),
                 control: None,
+                runtime_handler: shared.config.runtime_handler.clone(),
+                host_dir: case_dir(&shared.config, number),
+                pulled: Some(shared.pulled.clone()),
             };
             run_in(shared, suite, case, number, env).await
         }
-        None => run_on_mock(shared, suite, case, number).await,
+        None => {
+            if case.needs(Need::Process) {
+                let reason =
+                    "needs a real process in the container (needs: [process]); the mock runs none";
+                return skip(SkipWhy::NeedsProcess, reason.to_owned());
+            }
+            run_on_mock(shared, suite, case, number).await
+        }
     }
+}
+
+/// The host directory of case `number`: `WORK_DIR/RUN_ID/case-N`.
+fn case_dir(config: &RunConfig, number: usize) -> PathBuf {
+    config
+        .work_dir
+        .join(&config.run_id)
+        .join(format!("case-{number}"))
+}
+
+/// Removes the images the run pulled (and the runtime did not have before), once no case
+/// needs them; gives what could not be removed.
+pub async fn remove_pulled(client: &CriClient, pulled: &PulledImages) -> Vec<String> {
+    let mut errors = Vec::new();
+    for image in pulled.take() {
+        if let Err(err) = client.remove_image(&image).await {
+            errors.push(format!(
+                "cannot remove the image {image} the run pulled: {err}"
+            ));
+        }
+    }
+    if errors.is_empty() {
+        pulled.forget_record();
+    }
+    errors
 }
 
 /// A fresh mock per case on its own socket, reached through the real connect path.
@@ -458,6 +601,9 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
             let env = Env {
                 client,
                 control: Some(MockControlClient::new(channel)),
+                runtime_handler: shared.config.runtime_handler.clone(),
+                host_dir: case_dir(&shared.config, number),
+                pulled: None,
             };
             run_in(shared, suite, case, number, env).await
         }
@@ -471,6 +617,7 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
 /// bound, sweeps for leaks, then compares the snapshot if everything else held.
 async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env: Env) -> Outcome {
     let config = &shared.config;
+    let env_dir = env.host_dir.clone();
     let mut run = CaseRun::new(case, env, &config.run_id, number);
     let at = |index: usize| {
         format!(
@@ -485,19 +632,28 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     let steps = tokio::select! {
         result = tokio::time::timeout(config.case_timeout, run.run()) => match result {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(failure)) => Err((format!("{}: {}", at(failure.index), failure.message), failure.transport)),
+            Ok(Err(failure)) => {
+                let lacking = lacked_feature(case, failure.unimplemented);
+                Err((format!("{}: {}", at(failure.index), failure.message), failure.transport, lacking))
+            }
             Err(_) => Err((
                 format!("{}: timed out after {:?} (--case-timeout)", at(run.current_step()), config.case_timeout),
                 true,
+                None,
             )),
         },
-        () = shared.interrupt.cancelled() => Err((format!("{}: interrupted", at(run.current_step())), false)),
+        () = shared.interrupt.cancelled() => Err((format!("{}: interrupted", at(run.current_step())), false, None)),
     };
     let mut failures: Vec<String> = Vec::new();
     let mut unreachable = false;
-    if let Err((message, transport)) = steps {
-        failures.push(message);
-        unreachable = transport;
+    let mut lacks = None;
+    match steps {
+        Ok(()) => {}
+        Err((message, transport, lacking)) => {
+            lacks = lacking;
+            failures.push(message);
+            unreachable = transport;
+        }
     }
 
     let selector = cleanup::Selector {
@@ -545,8 +701,27 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             ));
         }
     }
+    if let Err(message) = remove_host_dir(&env_dir) {
+        failures.push(message);
+    }
+    if let Some(need) = lacks.filter(|_| failures.len() == 1) {
+        // The step failed only because the runtime does not implement the optional feature
+        // the case declares, and cleanup left nothing.
+        return (
+            CaseOutcome::skipped(
+                SkipWhy::RuntimeLacks,
+                format!("the runtime lacks {need}: {}", failures.join("; ")),
+            ),
+            None,
+            false,
+        );
+    }
     if !failures.is_empty() {
         return (CaseOutcome::Failed(failures.join("; ")), None, unreachable);
+    }
+    if !case.steps.iter().any(|step| step.kind() == Kind::Manager) {
+        // A conformance case checks the runtime directly; there is no manager call to record.
+        return (CaseOutcome::Passed, None, false);
     }
 
     let path = snapshot::path(
@@ -578,6 +753,34 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             false,
         ),
     }
+}
+
+/// The need a case declares whose feature the runtime answered Unimplemented for.
+fn lacked_feature(case: &Case, unimplemented: Option<&'static str>) -> Option<Need> {
+    let method = unimplemented?;
+    case.needs
+        .iter()
+        .copied()
+        .find(|need| need.methods().contains(&method))
+}
+
+/// Removes a case's host directory, and its run's directory once empty; says what is left.
+fn remove_host_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => {
+            return Err(format!(
+                "cleanup left the host directory {}: {err}",
+                dir.display()
+            ))
+        }
+    }
+    if let Some(run_dir) = dir.parent() {
+        // Another case may still use it; the last one out removes it.
+        let _ = std::fs::remove_dir(run_dir);
+    }
+    Ok(())
 }
 
 fn source_text(err: &dyn std::error::Error) -> String {

@@ -260,7 +260,8 @@ fn is_name(name: &str) -> bool {
 }
 
 /// Checks what serde cannot: each step against the case so far (aliases defined before use and
-/// not twice, pods named validly), mock-only steps marked, at least one manager call. Gives the
+/// not twice, pods named validly), mock-only steps marked, at least one manager call or checking
+/// step, needs that some target can meet. Gives the
 /// pod aliases the case names; the error carries the step index when there is one.
 fn check_case(case: &Case) -> Result<BTreeSet<String>, (Option<usize>, String)> {
     let mut scope = Scope::default();
@@ -284,8 +285,25 @@ fn check_case(case: &Case) -> Result<BTreeSet<String>, (Option<usize>, String)> 
             .pod(alias)
             .map_err(|message| (None, format!("pods: {message}")))?;
     }
-    if !case.steps.iter().any(|step| step.kind() == Kind::Manager) {
-        return Err((None, "has no manager call, so it checks nothing".to_owned()));
+    if !case
+        .steps
+        .iter()
+        .any(|step| matches!(step.kind(), Kind::Manager | Kind::Check))
+    {
+        return Err((
+            None,
+            "has no manager call and no checking step, so it checks nothing".to_owned(),
+        ));
+    }
+    for need in [Need::Process, Need::Online] {
+        if case.needs_mock_control() && case.needs(need) {
+            return Err((
+                None,
+                format!(
+                    "needs both mock_control and {need}, which no target has: the mock runs no process and reaches no registry"
+                ),
+            ));
+        }
     }
     Ok(scope.pods)
 }
@@ -329,15 +347,7 @@ cases:
         assert_eq!(first.tags, vec!["demo".to_owned(), "ip".to_owned()]);
         assert_eq!(
             first.steps[0],
-            Step::RunSandbox(RunSandbox {
-                alias: "old".into(),
-                pod: "web".into(),
-                attempt: 0,
-                host_network: false,
-                labels: Default::default(),
-                annotations: Default::default(),
-                pod_labels: true,
-            })
+            Step::RunSandbox(RunSandbox::new("old", "web"))
         );
         let second = &suite.cases[1];
         assert_eq!(second.line, 13);

@@ -68,6 +68,16 @@ impl Case {
         self.needs.contains(&Need::MockControl)
     }
 
+    /// True when it declares `need`.
+    pub fn needs(&self, need: Need) -> bool {
+        self.needs.contains(&need)
+    }
+
+    /// What makes its result depend on the machine rather than the runtime, if anything.
+    pub fn environment(&self) -> Option<&'static str> {
+        self.needs.iter().find_map(|need| need.environment())
+    }
+
     /// `suite/case`, what `--focus` and `--skip` match.
     pub fn full_name(&self, suite: &Suite) -> String {
         format!("{}/{}", suite.name, self.name)
@@ -87,19 +97,59 @@ impl Case {
     }
 }
 
-/// A capability a case needs from the target.
+/// A capability a case needs from the target, or from the machine it runs on. A case whose
+/// need the target lacks is skipped, saying which need and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Need {
-    /// The mock runtime's control service (error injection, version, clock, seeding).
+    /// The mock runtime's control service (error injection, version, clock, seeding): the
+    /// case is mock-only.
     MockControl,
+    /// A real process in the container (exec, logs, exit codes, the network): the mock runs
+    /// none, so the case skips there.
+    Process,
+    /// The public registries (e.g. an image pinned by a public digest, which no local mirror
+    /// can serve): environment-dependent, run only with `--online`.
+    Online,
+    /// PodSandboxStats and ListPodSandboxStats, which CRI lets a runtime leave unimplemented
+    /// (the kubelet then takes pod stats from cAdvisor): a runtime that answers Unimplemented
+    /// is said to lack the feature, and the case skips.
+    PodSandboxStats,
+}
+
+impl Need {
+    /// The name suites write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Need::MockControl => "mock_control",
+            Need::Process => "process",
+            Need::Online => "online",
+            Need::PodSandboxStats => "pod_sandbox_stats",
+        }
+    }
+
+    /// The CRI methods whose Unimplemented answer means the runtime lacks this optional
+    /// feature (none for the needs decided before the case runs).
+    pub fn methods(self) -> &'static [&'static str] {
+        match self {
+            Need::PodSandboxStats => &["PodSandboxStats", "ListPodSandboxStats"],
+            _ => &[],
+        }
+    }
+
+    /// Why a case with this need depends on its environment rather than on the runtime alone,
+    /// for the label reports carry; `None` for needs about the runtime.
+    pub fn environment(self) -> Option<&'static str> {
+        match self {
+            Need::Online => Some("needs the public registries (internet access)"),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Need {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Need::MockControl => f.write_str("mock_control"),
-        }
+        f.write_str(self.name())
     }
 }
 

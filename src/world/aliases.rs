@@ -1,6 +1,8 @@
 //! The alias ledger of a case: which sandbox and container ids its aliases stand for, in the
 //! order the case made them, and how an id reads back in suite terms.
 
+use std::path::PathBuf;
+
 use sha2::{Digest, Sha256};
 
 use super::check::StepError;
@@ -19,6 +21,8 @@ pub struct SandboxRef {
     pub host_network: bool,
     /// The config it was run with (empty for seeded ones).
     pub config: v1::PodSandboxConfig,
+    /// Its log directory on the host, when the case gave it one.
+    pub log_directory: Option<PathBuf>,
 }
 
 /// A container the case made or seeded.
@@ -32,6 +36,8 @@ pub struct ContainerRef {
     pub name: String,
     /// The image it was asked to run.
     pub image: String,
+    /// Its log file on the host, when its sandbox has a log directory.
+    pub log_path: Option<PathBuf>,
 }
 
 /// Sandboxes and containers by alias, in creation order.

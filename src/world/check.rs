@@ -51,6 +51,16 @@ impl StepError {
     }
 }
 
+impl StepError {
+    /// The CRI method the runtime answered Unimplemented, when that is the failure.
+    pub fn unimplemented(&self) -> Option<&'static str> {
+        match self {
+            StepError::Call(err) if err.code == tonic::Code::Unimplemented => Some(err.method),
+            _ => None,
+        }
+    }
+}
+
 impl From<tonic::Status> for StepError {
     fn from(status: tonic::Status) -> Self {
         StepError::Control {

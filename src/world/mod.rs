@@ -8,9 +8,11 @@
 mod aliases;
 mod check;
 mod identity;
+pub mod pulled;
 mod recorder;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -19,6 +21,7 @@ use tonic::transport::Channel;
 pub use aliases::{ContainerRef, SandboxRef};
 pub use check::{expect_eq, is_transport, mismatch, show, sorted, StepError};
 pub use identity::{namespace, pod_uid, PodIdentity};
+pub use pulled::PulledImages;
 
 use self::aliases::Aliases;
 use self::identity::Identity;
@@ -39,6 +42,13 @@ pub(crate) struct Env {
     pub client: CriClient,
     /// The mock's control service, on the mock only.
     pub control: Option<MockControlClient<Channel>>,
+    /// The RuntimeClass handler every RunPodSandbox asks for (empty: the default).
+    pub runtime_handler: String,
+    /// The case's own host directory (made on first use, removed by the runner).
+    pub host_dir: PathBuf,
+    /// Where to note images the case pulled that the runtime did not have, so the run removes
+    /// them at its end (none on the mock, whose images die with it).
+    pub pulled: Option<Arc<PulledImages>>,
 }
 
 /// A case's world.
@@ -61,6 +71,12 @@ pub struct World {
     pub(crate) plugin: Arc<RecordingNetworkPlugin>,
     /// Images pulled so far.
     pulled: BTreeSet<String>,
+    /// The run's record of images it pulled.
+    run_pulled: Option<Arc<PulledImages>>,
+    /// The RuntimeClass handler for RunPodSandbox.
+    pub(crate) runtime_handler: String,
+    /// The case's host directory.
+    host_dir: PathBuf,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -108,6 +124,9 @@ impl World {
             manager: None,
             plugin: Arc::new(RecordingNetworkPlugin::new()),
             pulled: BTreeSet::new(),
+            run_pulled: env.pulled,
+            runtime_handler: env.runtime_handler,
+            host_dir: env.host_dir,
         }
     }
 
@@ -140,9 +159,36 @@ impl World {
         // A runtime that already has the image answers ImageStatus without the registry.
         if self.runtime.image_status(&image).await?.is_none() {
             self.runtime.pull_image(&image).await?;
+            self.note_pulled(&image);
         }
         self.pulled.insert(image);
         Ok(())
+    }
+
+    /// Notes an image the case pulled that the runtime did not have, for the run to remove
+    /// when it ends (a case that removes it itself leaves nothing to do).
+    pub(crate) fn note_pulled(&self, image: &str) {
+        if let Some(pulled) = &self.run_pulled {
+            pulled.note(image);
+        }
+    }
+
+    /// The case's host directory, made on first use. Log directories and volumes live under
+    /// it; the runner removes it with the case.
+    pub(crate) fn host_dir(&self) -> Result<&Path, StepError> {
+        std::fs::create_dir_all(&self.host_dir).map_err(|err| {
+            StepError::Unsupported(format!(
+                "cannot make the case's host directory {}: {err}",
+                self.host_dir.display()
+            ))
+        })?;
+        Ok(&self.host_dir)
+    }
+
+    /// A path under the case's host directory (made on first use); `relative` must stay
+    /// inside it (the loader checks suite paths).
+    pub(crate) fn host_path(&self, relative: &str) -> Result<PathBuf, StepError> {
+        Ok(self.host_dir()?.join(relative))
     }
 
     /// The mock's control service, or why the target has none.

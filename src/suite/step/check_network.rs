@@ -33,7 +33,7 @@ pub enum NetworkState {
 
 impl StepDef for CheckNetwork {
     const NAME: &'static str = "check_network";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Checks through the verbose status that a sandbox's pod network is open or closed.";
 

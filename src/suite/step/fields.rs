@@ -9,6 +9,7 @@ use regex::Regex;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::cri::CallError;
 use crate::manager::{ContainerState, ManagerError, SyncAction};
 use crate::world::{mismatch, StepError};
 
@@ -364,6 +365,42 @@ pub fn check_error<T>(
                         "error.code",
                         code.to_string(),
                         format!("{actual} ({text})"),
+                    ));
+                }
+            }
+            want.text().check("error", &text)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Checks a CRI call the step made itself against an optional error expectation, like
+/// [`check_error`] for manager calls: the code and the runtime's own message (redacted) must
+/// be as expected. A `kind` other than `call` can never hold here.
+pub fn check_call<T>(
+    expect: Option<&ErrorExpect>,
+    result: Result<T, CallError>,
+    redact: impl Fn(&str) -> String,
+) -> Result<Option<T>, StepError> {
+    match (expect, result) {
+        (None, Ok(value)) => Ok(Some(value)),
+        (None, Err(err)) => Err(StepError::Call(err)),
+        (Some(want), Ok(_)) => Err(mismatch("error", want.to_string(), "success")),
+        (Some(want), Err(err)) => {
+            let text = redact(&err.message);
+            if let Some(kind) = want.kind.filter(|k| *k != ErrorKind::Call) {
+                return Err(mismatch(
+                    "error.kind",
+                    kind.to_string(),
+                    format!("call ({text})"),
+                ));
+            }
+            if let Some(code) = want.code {
+                if code.0 != err.code {
+                    return Err(mismatch(
+                        "error.code",
+                        code.to_string(),
+                        format!("{} ({text})", GrpcCode(err.code)),
                     ));
                 }
             }

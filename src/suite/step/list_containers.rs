@@ -46,7 +46,7 @@ pub struct ListContainersExpect {
 
 impl StepDef for ListContainers {
     const NAME: &'static str = "list_containers";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str =
         "Lists the case's containers with a filter (sandbox, state, labels) and checks which answer.";
 

@@ -118,6 +118,7 @@ impl StepDef for MockSeedContainer {
             id,
             name,
             image,
+            log_path: None,
         });
         Ok(())
     }

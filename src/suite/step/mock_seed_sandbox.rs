@@ -120,6 +120,7 @@ impl StepDef for MockSeedSandbox {
             pod: self.pod.clone(),
             host_network: self.host_network,
             config: v1::PodSandboxConfig::default(),
+            log_directory: None,
         });
         Ok(())
     }

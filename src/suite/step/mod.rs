@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 pub use check_network::NetworkState;
 pub(crate) use fields::{busybox, is_busybox, is_default, is_true, yes};
 pub use fields::{
-    check_error, Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State, TextExpect,
-    BUSYBOX, GRPC_CODES,
+    check_call, check_error, Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State,
+    TextExpect, BUSYBOX, GRPC_CODES,
 };
 pub use get_pod_status::{ContainerExpect, IpExpect, PodStatusExpect};
 pub use get_pods::{GetPodsExpect, PodExpect};
@@ -34,6 +34,9 @@ pub enum Kind {
     MockControl,
     /// A manager call, recorded in the snapshot.
     Manager,
+    /// Checks the runtime directly through the unrecorded client (a conformance check); its
+    /// expectations are the case's result, and it is not recorded.
+    Check,
 }
 
 /// One step kind: its name, what it is, how it validates and runs.
@@ -364,6 +367,8 @@ registry! {
     sleep_ms::SleepMs,
     check_network::CheckNetwork,
     list_containers::ListContainers,
+    exec_sync::ExecSync,
+    make_host_path::MakeHostPath,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
@@ -460,6 +465,7 @@ impl fmt::Display for Kind {
             Kind::Setup => "setup",
             Kind::MockControl => "mock control",
             Kind::Manager => "manager call",
+            Kind::Check => "check",
         })
     }
 }

@@ -1,0 +1,178 @@
+//! A RuntimeClass handler that cannot run pods, on the real runtime: with
+//! `CRIH_FAILING_HANDLER` set (CI sets `runsc`, which `ci/containerd.sh` configures and which
+//! fails on this kernel, see containerd-cri-facts.md), the core conformance set runs against
+//! it. The run ends, every case that makes a sandbox fails in the runtime's own words, the
+//! leak report names the sandbox the runtime will not remove, and once those are reaped
+//! outside CRI the same set passes on the default handler. Without the variables the test
+//! prints a skip line.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use cri_harness::cri::{self, labels, ConnectOptions, Endpoint};
+use cri_harness::runner::{
+    self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, RunReport, SkipWhy, Target,
+};
+use cri_harness::suite;
+
+fn config(
+    endpoint: &Endpoint,
+    run_id: &str,
+    handler: &str,
+    snapshots: &std::path::Path,
+) -> RunConfig {
+    RunConfig {
+        target: Target::Endpoint {
+            runtime: endpoint.clone(),
+            image: endpoint.clone(),
+        },
+        suites: suite::load_embedded().suites,
+        filter: Filter {
+            tags: vec!["core".to_owned()],
+            ..Filter::default()
+        },
+        parallel: 2,
+        case_timeout: Duration::from_secs(30),
+        cleanup_timeout: Duration::from_secs(30),
+        connect: ConnectOptions::default(),
+        snapshot_dir: snapshots.to_owned(),
+        snapshots: snapshot::Policy::default(),
+        run_id: run_id.to_owned(),
+        runtime_handler: handler.to_owned(),
+        work_dir: runner::default_work_dir(),
+        online: false,
+        pulled_record: None,
+    }
+}
+
+/// Cases that make a sandbox: every one whose steps include `run_sandbox`.
+fn makes_sandbox(report: &RunReport, name: &str) -> bool {
+    let loaded = suite::load_embedded();
+    loaded.suites.iter().any(|s| {
+        s.cases.iter().any(|c| {
+            c.full_name(s) == name && c.steps.iter().any(|step| step.name() == "run_sandbox")
+        })
+    }) && report.cases.iter().any(|c| c.full_name() == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_cannot_run_pods_fails_each_case_in_its_words_and_the_default_one_passes() {
+    let (Ok(endpoint), Ok(handler), Ok(root)) = (
+        std::env::var("CONTAINER_RUNTIME_ENDPOINT"),
+        std::env::var("CRIH_FAILING_HANDLER"),
+        std::env::var("CRIH_FAILING_HANDLER_ROOT"),
+    ) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped the failing-handler run: CONTAINER_RUNTIME_ENDPOINT, CRIH_FAILING_HANDLER or CRIH_FAILING_HANDLER_ROOT is not set"
+        );
+        return;
+    };
+    let endpoint: Endpoint = endpoint.parse().expect("a valid endpoint");
+    let scratch = tempfile::tempdir().unwrap();
+    let run_id = format!("rh{}", std::process::id());
+
+    // Bounded: a handler that hangs instead of failing must not hang the test.
+    let report = tokio::time::timeout(
+        Duration::from_secs(600),
+        runner::run(
+            config(&endpoint, &run_id, &handler, scratch.path()),
+            Interrupt::new(),
+            None,
+        ),
+    )
+    .await
+    .expect("the run against the failing handler ends");
+    assert_eq!(report.runtime_handler, handler);
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    let mut failed = 0;
+    for case in &report.cases {
+        let name = case.full_name();
+        if !makes_sandbox(&report, &name) {
+            continue;
+        }
+        match &case.outcome {
+            CaseOutcome::Failed(reason) => {
+                failed += 1;
+                assert!(
+                    reason.contains("`run_sandbox`: CRI RunPodSandbox")
+                        && reason.contains("Unknown"),
+                    "{name} should fail at RunPodSandbox in the runtime's words: {reason}"
+                );
+            }
+            CaseOutcome::Skipped(skip) if skip.why == SkipWhy::MockOnly => {}
+            other => panic!("{name} should fail on {handler}: {other:?}"),
+        }
+    }
+    assert!(
+        failed >= 10,
+        "only {failed} cases made a sandbox on {handler}"
+    );
+    // The runtime keeps the sandboxes it could not start and cannot remove them: the leak
+    // report says so, naming each.
+    let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
+        .await
+        .unwrap();
+    let selector = BTreeMap::from([(labels::RUN_ID.to_owned(), run_id.clone())]);
+    let left = client
+        .list_pod_sandbox(Some(cri::v1::PodSandboxFilter {
+            label_selector: selector.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert!(
+        !left.is_empty(),
+        "{handler} was expected to leave sandboxes it cannot remove"
+    );
+    let reasons: String = report
+        .cases
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            CaseOutcome::Failed(reason) => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        reasons.contains("cleanup left 1 objects on the runtime: sandbox"),
+        "the leak report names the sandbox: {reasons}"
+    );
+
+    // Reap them outside CRI, as an operator would, then through CRI.
+    for sandbox in &left {
+        let _ = std::process::Command::new(&handler)
+            .args(["--root", &root, "delete", "-force", &sandbox.id])
+            .status();
+        client
+            .remove_pod_sandbox(&sandbox.id)
+            .await
+            .unwrap_or_else(|err| panic!("sandbox {} stays after reaping: {err}", sandbox.id));
+    }
+
+    // A later run on the default handler is not blamed for any of it.
+    let again = runner::run(
+        config(&endpoint, &format!("{run_id}d"), "", scratch.path()),
+        Interrupt::new(),
+        None,
+    )
+    .await;
+    let wrong: Vec<String> = again
+        .cases
+        .iter()
+        .filter(|c| match &c.outcome {
+            CaseOutcome::Passed => false,
+            CaseOutcome::Skipped(skip) => {
+                !matches!(skip.why, SkipWhy::MockOnly | SkipWhy::Environment)
+            }
+            CaseOutcome::Failed(_) => true,
+        })
+        .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "on the default handler:\n{}",
+        wrong.join("\n")
+    );
+}
