@@ -124,8 +124,16 @@ fn images_list_long_names_symbol_references_suites_and_purpose() {
     // Which suites use an image comes from the suites: the image-manager images serve the
     // images suite, the sandbox image every suite that runs a sandbox.
     assert_eq!(row("test-image-user-uid")[2], "conformance-images");
-    assert!(row("pause")[2].split(',').any(|s| s == "pod-helpers"), "{:?}", row("pause"));
-    assert!(!row("pause")[2].contains("conformance-images"), "{:?}", row("pause"));
+    assert!(
+        row("pause")[2].split(',').any(|s| s == "pod-helpers"),
+        "{:?}",
+        row("pause")
+    );
+    assert!(
+        !row("pause")[2].contains("conformance-images"),
+        "{:?}",
+        row("pause")
+    );
 }
 
 #[test]

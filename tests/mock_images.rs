@@ -228,7 +228,10 @@ async fn an_image_answers_by_short_id_and_by_its_digest() {
 #[tokio::test]
 async fn a_catalogue_image_pulled_by_digest_has_that_digest_and_no_tag() {
     let (_mock, client, _control) = mock().await;
-    let by_tag = client.pull_image("localhost/cri-harness/digest:1").await.unwrap();
+    let by_tag = client
+        .pull_image("localhost/cri-harness/digest:1")
+        .await
+        .unwrap();
     let digest = client
         .image_status(&by_tag)
         .await

@@ -26,10 +26,10 @@ pub const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 pub const APPLETS: &[&str] = &[
     "[", "[[", "ash", "awk", "basename", "cat", "chmod", "chown", "cp", "cut", "date", "dd", "df",
     "dirname", "du", "echo", "env", "expr", "false", "find", "grep", "head", "hostname", "httpd",
-    "id", "ip", "kill", "ln", "ls", "mkdir", "mkfifo", "mktemp", "mount", "mv", "nproc", "printf", "ps",
-    "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sh", "sleep", "sort", "stat", "sync", "tail",
-    "tee", "test", "timeout", "touch", "tr", "true", "umount", "uname", "uniq", "wc", "which",
-    "xargs", "yes",
+    "id", "ip", "kill", "ln", "ls", "mkdir", "mkfifo", "mktemp", "mount", "mv", "nproc", "printf",
+    "ps", "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sh", "sleep", "sort", "stat", "sync",
+    "tail", "tee", "test", "timeout", "touch", "tr", "true", "umount", "uname", "uniq", "wc",
+    "which", "xargs", "yes",
 ];
 
 /// One image the suites use, under the public reference the suites name it by.
@@ -69,7 +69,11 @@ macro_rules! critest {
 }
 
 /// An image the image-manager cases pull and remove themselves: a shell, no user, one tag.
-const fn case_image(name: &'static str, reference: &'static str, purpose: &'static str) -> TestImage {
+const fn case_image(
+    name: &'static str,
+    reference: &'static str,
+    purpose: &'static str,
+) -> TestImage {
     TestImage {
         name,
         reference,
@@ -86,7 +90,11 @@ const fn case_image(name: &'static str, reference: &'static str, purpose: &'stat
 const fn user_image(name: &'static str, reference: &'static str, user: &'static str) -> TestImage {
     TestImage {
         user,
-        ..case_image(name, reference, "image status: the config's User gives uid or username")
+        ..case_image(
+            name,
+            reference,
+            "image status: the config's User gives uid or username",
+        )
     }
 }
 
@@ -268,7 +276,9 @@ impl TestImage {
 
     /// Every reference of the image, one per tag.
     pub fn references(&self) -> Vec<String> {
-        self.tags().map(|tag| self.reference_with_tag(tag)).collect()
+        self.tags()
+            .map(|tag| self.reference_with_tag(tag))
+            .collect()
     }
 
     /// The reference this image gets in a mirror registry `host:port`: same path, same tag.

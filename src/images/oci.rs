@@ -489,7 +489,11 @@ mod tests {
         let entries = index["manifests"].as_array().unwrap();
         let tags: Vec<&str> = entries
             .iter()
-            .map(|e| e["annotations"]["org.opencontainers.image.ref.name"].as_str().unwrap())
+            .map(|e| {
+                e["annotations"]["org.opencontainers.image.ref.name"]
+                    .as_str()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(tags, ["1", "2", "3"]);
         for entry in entries {

@@ -428,7 +428,9 @@ mod tests {
     #[test]
     fn three_tags_of_one_catalogue_image_are_one_image_with_three_sorted_tags() {
         let mut inner = Inner::default();
-        let tags = images::find("test-image-tags").map(TestImage::references).unwrap_or_default();
+        let tags = images::find("test-image-tags")
+            .map(TestImage::references)
+            .unwrap_or_default();
         let ids: Vec<String> = tags.iter().rev().map(|tag| pull(&mut inner, tag)).collect();
         assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
         let images = &inner.state.images;
@@ -452,8 +454,14 @@ mod tests {
     #[test]
     fn user_images_report_the_user_of_their_config() {
         let mut inner = Inner::default();
-        pull(&mut inner, "gcr.io/k8s-staging-cri-tools/test-image-user-uid");
-        pull(&mut inner, "gcr.io/k8s-staging-cri-tools/test-image-user-username");
+        pull(
+            &mut inner,
+            "gcr.io/k8s-staging-cri-tools/test-image-user-uid",
+        );
+        pull(
+            &mut inner,
+            "gcr.io/k8s-staging-cri-tools/test-image-user-username",
+        );
         let images = &inner.state.images;
         assert_eq!(images[0].uid, Some(v1::Int64Value { value: 1002 }));
         assert_eq!(images[1].username, "www-data");

@@ -218,7 +218,7 @@ impl UidExpect {
 
 impl StepDef for ImageStatus {
     const NAME: &'static str = "image_status";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "Asks ImageStatus by kinds of reference (tag, untagged, short_name, digest, id, short_id); all must answer the same image, whose tags, digests, user and size are checked.";
 
     fn expect_fields() -> &'static [&'static str] {
@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn a_repo_digest_must_be_a_sha256_of_the_repository() {
         let good = format!("gcr.io/x/y@sha256:{}", "0".repeat(64));
-        assert!(check_repo_digests("d", &["gcr.io/x/y:1".into()], &[good.clone()]).is_ok());
+        assert!(check_repo_digests("d", &["gcr.io/x/y:1".into()], std::slice::from_ref(&good)).is_ok());
         assert!(check_repo_digests("d", &["gcr.io/x/z".into()], &[good]).is_err());
         assert!(check_repo_digests("d", &["gcr.io/x/y".into()], &["gcr.io/x/y@md5:1".into()]).is_err());
     }

@@ -57,7 +57,7 @@ fn answering<'a>(listed: &'a [v1::Image], image: &str) -> Option<&'a v1::Image> 
 
 impl StepDef for ListImages {
     const NAME: &'static str = "list_images";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "Lists images (optionally with a filter) and checks which of the images the step names answer, how many distinct ones, and their repo tags.";
 
     fn expect_fields() -> &'static [&'static str] {

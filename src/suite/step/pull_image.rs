@@ -90,7 +90,12 @@ impl PullCheck {
             PullBy::Untagged => reference(&world.runtime, &self.image, RefKind::Untagged).await?,
             PullBy::Digest => self.digest_reference(world).await?,
         };
+        let had = world.runtime.image_status(&pulled).await?.is_some();
         let id = world.runtime.pull_image(&pulled).await?;
+        if !had {
+            // The run removes it at its end should the case fail before it does.
+            world.note_pulled(&pulled);
+        }
         let Some(status) = world.runtime.image_status(&pulled).await? else {
             return Err(mismatch(
                 format!("{} after the pull", self.image),

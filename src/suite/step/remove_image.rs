@@ -6,9 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::image_status::{check_image, reference, RefKind};
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::images;
-use crate::manager::ManagerError;
 use crate::world::{mismatch, StepError, World};
 
 /// `remove_image`.
@@ -48,7 +47,7 @@ pub struct RemoveImageExpect {
 
 impl StepDef for RemoveImage {
     const NAME: &'static str = "remove_image";
-    const KIND: Kind = Kind::Setup;
+    const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "Removes an image by a kind of reference (tag, untagged, short_name, digest, id, short_id); the reference then answers no image.";
 
     fn expect_fields() -> &'static [&'static str] {
@@ -70,13 +69,9 @@ impl StepDef for RemoveImage {
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let removed = reference(&world.runtime, &self.image, self.by).await?;
-        let result = world
-            .runtime
-            .remove_image(&removed)
-            .await
-            .map_err(ManagerError::Call);
+        let result = world.runtime.remove_image(&removed).await;
         let redact = |text: &str| world.redact(text);
-        if check_error(self.expect.error.as_ref(), result, redact)?.is_none() {
+        if check_call(self.expect.error.as_ref(), result, redact)?.is_none() {
             return Ok(());
         }
         let by = self.by;
