@@ -266,3 +266,47 @@ async fn image_status_reads_uid_or_username_from_the_config_user(
     assert_eq!(image.uid.map(|u| u.value), uid);
     assert_eq!(image.username, username);
 }
+
+/// A suite whose image expectations are wrong fails, and says which field in the suite's words.
+#[rstest]
+#[case::wrong_tags(
+    "- pull_image: {image: test-image-1}\n      - image_status: {image: test-image-1, expect: {repo_tags: [test-image-2]}}",
+    "repo_tags: expected [gcr.io/k8s-staging-cri-tools/test-image-2:latest]"
+)]
+#[case::wrong_uid(
+    "- pull_image: {image: test-image-user-uid}\n      - image_status: {image: test-image-user-uid, expect: {uid: 1003}}",
+    "uid: expected 1003, got 1002"
+)]
+#[case::present_after_all(
+    "- image_status: {image: test-image-1, expect: {present: true}}",
+    "present: expected true"
+)]
+#[case::three_tags_are_not_three_images(
+    "- pull_image: {image: 'test-image-tags:1'}\n      - pull_image: {image: 'test-image-tags:2'}\n      - list_images: {images: ['test-image-tags:1', 'test-image-tags:2'], expect: {distinct: 2}}",
+    "distinct: expected 2, got 1"
+)]
+fn wrong_image_expectations_fail_the_case_naming_the_field(
+    #[case] steps: &str,
+    #[case] says: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "suite: images-wrong\nabout: wrong on purpose\ntags: [images-wrong]\ncases:\n  - name: wrong\n    steps:\n      {steps}\n"
+    );
+    std::fs::write(dir.path().join("wrong.yaml"), suite).unwrap();
+    let output = support::harness()
+        .args(["run", "--mock", "--tags", "images-wrong", "--suites"])
+        .arg(dir.path())
+        .args(["--snapshot-dir"])
+        .arg(dir.path().join("snapshots"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("FAIL images-wrong/wrong"),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains(says), "{stdout}");
+}

@@ -98,7 +98,7 @@ const fn user_image(name: &'static str, reference: &'static str, user: &'static 
     }
 }
 
-static CATALOGUE: [TestImage; 16] = [
+static CATALOGUE: [TestImage; 17] = [
     TestImage {
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
@@ -196,7 +196,16 @@ static CATALOGUE: [TestImage; 16] = [
         "docker.io/library/cri-harness-short-name:latest",
         "status and remove by a short name (`cri-harness-short-name`)",
     ),
+    case_image(
+        BENCH_IMAGE,
+        "localhost/cri-harness/bench:1",
+        "`cri-harness bench`: the image benchmark pulls, reads and removes it over and over",
+    ),
 ];
+
+/// The symbol of the image `cri-harness bench` pulls and removes: its own, so the benchmark
+/// never removes an image that cases share.
+pub const BENCH_IMAGE: &str = "harness-bench";
 
 /// Every image the suites need, in a fixed order.
 pub fn catalogue() -> &'static [TestImage] {
@@ -398,6 +407,39 @@ mod tests {
         );
     }
 
+    #[rstest]
+    #[case::another_tag("test-image-tags:2", "gcr.io/k8s-staging-cri-tools/test-image-tags:2")]
+    #[case::first_tag("test-image-tags:1", "gcr.io/k8s-staging-cri-tools/test-image-tags:1")]
+    #[case::not_a_tag_of_it("test-image-tags:4", "test-image-tags:4")]
+    #[case::docker_reference_of_a_symbol("busybox:1.36", "busybox:1.36")]
+    fn resolve_maps_a_symbol_and_one_of_its_tags(#[case] input: &str, #[case] expected: &str) {
+        assert_eq!(resolve(input), expected);
+    }
+
+    #[test]
+    fn find_knows_an_image_by_any_of_its_tags_but_no_other() {
+        let image = find("test-image-tags").unwrap();
+        for tag in ["1", "2", "3"] {
+            assert_eq!(find(&image.reference_with_tag(tag)), Some(image), "{tag}");
+        }
+        assert_eq!(find(&image.reference_with_tag("4")), None);
+        assert_eq!(
+            find("gcr.io/k8s-staging-cri-tools/test-image-latest").map(|i| i.name),
+            Some("test-image-latest")
+        );
+    }
+
+    #[test]
+    fn only_the_sandbox_and_container_images_are_kept_between_cases() {
+        let kept: Vec<&str> = catalogue()
+            .iter()
+            .filter(|i| i.kept)
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(kept, ["pause", "busybox"]);
+        assert!(find(BENCH_IMAGE).is_some_and(|i| !i.kept));
+    }
+
     #[test]
     fn find_accepts_symbols_and_references_alike() {
         assert_eq!(find("pause"), find("registry.k8s.io/pause:3.9"));
@@ -407,13 +449,14 @@ mod tests {
     #[test]
     fn catalogue_names_and_references_are_unique() {
         let mut names: Vec<_> = catalogue().iter().map(|image| image.name).collect();
-        let mut refs: Vec<_> = catalogue().iter().map(|image| image.reference).collect();
+        let mut refs: Vec<_> = catalogue().iter().flat_map(TestImage::references).collect();
+        let all = refs.len();
         names.sort_unstable();
         names.dedup();
         refs.sort_unstable();
         refs.dedup();
         assert_eq!(names.len(), catalogue().len());
-        assert_eq!(refs.len(), catalogue().len());
+        assert_eq!(refs.len(), all);
     }
 
     #[test]
