@@ -310,3 +310,23 @@ fn wrong_image_expectations_fail_the_case_naming_the_field(
     );
     assert!(stdout.contains(says), "{stdout}");
 }
+
+#[tokio::test]
+async fn verbose_status_of_a_catalogue_image_carries_its_config_user_and_command() {
+    let (_mock, client, _control) = mock().await;
+    let reference = "gcr.io/k8s-staging-cri-tools/test-image-user-uid-group";
+    client.pull_image(reference).await.unwrap();
+    let mut images = client.image_service();
+    let request = v1::ImageStatusRequest {
+        image: Some(v1::ImageSpec {
+            image: reference.to_owned(),
+            ..Default::default()
+        }),
+        verbose: true,
+    };
+    let answer = images.image_status(request).await.unwrap().into_inner();
+    let info: serde_json::Value = serde_json::from_str(&answer.info["info"]).unwrap();
+    let config = &info["imageSpec"]["config"];
+    assert_eq!(config["User"], "1003:www-data", "{info}");
+    assert_eq!(config["Cmd"], serde_json::json!(["sh"]), "{info}");
+}
