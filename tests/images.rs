@@ -104,15 +104,35 @@ fn images_list_prints_every_catalogue_reference_one_per_line() {
 }
 
 #[test]
-fn images_list_long_names_symbol_reference_and_purpose() {
+fn images_list_long_names_symbol_references_suites_and_purpose() {
     let output = cli(&["images", "list", "--long"]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
-    let first = stdout.lines().next().unwrap();
-    assert_eq!(first.split('\t').count(), 3, "{first}");
+    let rows: Vec<Vec<&str>> = stdout.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), images::catalogue().len());
+    for row in &rows {
+        assert_eq!(row.len(), 4, "{row:?}");
+    }
+    let row = |symbol: &str| rows.iter().find(|r| r[0] == symbol).unwrap().clone();
+    assert_eq!(row("pause")[1], "registry.k8s.io/pause:3.9");
+    assert_eq!(
+        row("test-image-tags")[1],
+        "gcr.io/k8s-staging-cri-tools/test-image-tags:1,\
+         gcr.io/k8s-staging-cri-tools/test-image-tags:2,\
+         gcr.io/k8s-staging-cri-tools/test-image-tags:3"
+    );
+    // Which suites use an image comes from the suites: the image-manager images serve the
+    // images suite, the sandbox image every suite that runs a sandbox.
+    assert_eq!(row("test-image-user-uid")[2], "conformance-images");
     assert!(
-        first.starts_with("pause\tregistry.k8s.io/pause:3.9\t"),
-        "{first}"
+        row("pause")[2].split(',').any(|s| s == "pod-helpers"),
+        "{:?}",
+        row("pause")
+    );
+    assert!(
+        !row("pause")[2].contains("conformance-images"),
+        "{:?}",
+        row("pause")
     );
 }
 
@@ -140,12 +160,15 @@ fn images_build_twice_prints_the_same_digests_as_the_layouts_hold() {
     assert_eq!(lines.len(), images::catalogue().len());
     for (line, image) in lines.iter().zip(images::catalogue()) {
         let fields: Vec<&str> = line.split(' ').collect();
+        // Every tag of an image indexes its one manifest.
         assert_eq!(fields[0], image.reference);
         let index: Value = serde_json::from_slice(
             &std::fs::read(Path::new(fields[2]).join("index.json")).unwrap(),
         )
         .unwrap();
-        assert_eq!(index["manifests"][0]["digest"], fields[1]);
+        let entries = index["manifests"].as_array().unwrap();
+        assert_eq!(entries.len(), image.tags().count());
+        assert!(entries.iter().all(|e| e["digest"] == fields[1]), "{index}");
     }
 }
 
@@ -194,7 +217,7 @@ fn images_push_refuses_a_registry_given_as_a_url() {
 }
 
 #[test]
-fn images_pull_puts_every_catalogue_image_in_the_runtime() {
+fn images_pull_puts_every_kept_catalogue_image_in_the_runtime() {
     // Against a real runtime only (CI exports the endpoint after ci/containerd.sh up).
     let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
         let _ = writeln!(
@@ -207,8 +230,9 @@ fn images_pull_puts_every_catalogue_image_in_the_runtime() {
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), images::catalogue().len(), "{stdout}");
-    for (line, image) in lines.iter().zip(images::catalogue()) {
+    let kept: Vec<_> = images::catalogue().iter().filter(|i| i.kept).collect();
+    assert_eq!(lines.len(), kept.len(), "{stdout}");
+    for (line, image) in lines.iter().zip(kept) {
         let (reference, id) = line.split_once(' ').unwrap();
         assert_eq!(reference, image.reference);
         assert!(id.starts_with("sha256:"), "{line}");

@@ -1,7 +1,9 @@
-//! `cri-harness images`: lists the images the suites need, writes them as OCI layouts or pushes
-//! them to a registry with skopeo (all from a local static busybox, without downloads), and
-//! pulls them into a runtime through CRI, so CI and vendors can mirror them with no internet.
+//! `cri-harness images`: lists the images the suites need and the suites that name them, writes
+//! them as OCI layouts or pushes them to a registry with skopeo (all from a local static
+//! busybox, without downloads), and pulls the kept ones into a runtime through CRI, so CI and
+//! vendors can mirror them with no internet.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,7 +11,8 @@ use anyhow::{bail, Context};
 use clap::Subcommand;
 
 use super::common::EndpointArgs;
-use crate::images::{self, BuiltImage, Busybox, DEFAULT_BUSYBOX};
+use crate::images::{self, BuiltImage, Busybox, TestImage, DEFAULT_BUSYBOX};
+use crate::suite::{self, Step};
 
 /// Arguments of `cri-harness images`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +25,8 @@ pub struct Args {
 enum ImagesCommand {
     /// Print the reference of every image the suites need, one per line.
     List {
-        /// Print `symbol<TAB>reference<TAB>purpose` instead of the bare reference.
+        /// Print `symbol<TAB>references<TAB>suites<TAB>purpose` instead of the bare reference:
+        /// every tag of the image, and the embedded suites whose steps name it.
         #[arg(long)]
         long: bool,
     },
@@ -46,8 +50,9 @@ enum ImagesCommand {
         #[arg(long, value_name = "PATH", default_value = "skopeo")]
         skopeo: PathBuf,
     },
-    /// Pull every image into a runtime with CRI PullImage, as the kubelet would, and print
-    /// the image id the runtime answers for each.
+    /// Pull every image runtimes keep between cases (the sandbox and container images) into a
+    /// runtime with CRI PullImage, as the kubelet would, and print the image id the runtime
+    /// answers for each. The image-manager images are left to the cases that pull them.
     Pull {
         #[command(flatten)]
         endpoints: EndpointArgs,
@@ -65,9 +70,19 @@ struct BusyboxArg {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         ImagesCommand::List { long } => {
+            let users = suites_by_image();
             for image in images::catalogue() {
                 if long {
-                    println!("{}\t{}\t{}", image.name, image.reference, image.purpose);
+                    let suites = users.get(image.name).map_or_else(
+                        || "-".to_owned(),
+                        |names| names.iter().cloned().collect::<Vec<_>>().join(","),
+                    );
+                    println!(
+                        "{}\t{}\t{suites}\t{}",
+                        image.name,
+                        image.references().join(","),
+                        image.purpose
+                    );
                 } else {
                     println!("{}", image.reference);
                 }
@@ -91,7 +106,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => push(&registry, &source.busybox, &skopeo).await?,
         ImagesCommand::Pull { endpoints } => {
             let client = endpoints.connect().await?;
-            for image in images::catalogue() {
+            for image in images::catalogue().iter().filter(|image| image.kept) {
                 let id = client
                     .pull_image(image.reference)
                     .await
@@ -132,28 +147,105 @@ async fn push(registry: &str, busybox: &Path, skopeo: &Path) -> anyhow::Result<(
     let busybox = Busybox::load(busybox)?;
     let workdir = tempfile::tempdir().context("cannot create a temporary directory to build in")?;
     for built in images::build_all(&busybox, workdir.path())? {
-        let digest = copy(skopeo, &built, registry, workdir.path()).await?;
-        println!(
-            "{} -> {}@{}",
-            built.image.reference,
-            built.image.mirror_reference(registry),
-            digest
-        );
+        for tag in built.image.tags() {
+            let digest = copy(skopeo, &built, tag, registry, workdir.path()).await?;
+            println!(
+                "{} -> {}@{}",
+                built.image.reference_with_tag(tag),
+                built.image.mirror_reference_with_tag(registry, tag),
+                digest
+            );
+        }
     }
     Ok(())
 }
 
-/// Copies one layout to the registry with its digests preserved (skopeo would otherwise
+/// The embedded suites that name each catalogue image, by symbol: an image is named by a step
+/// that holds its symbol or one of its references anywhere in its fields, and by the steps
+/// that use it without naming it (a container's default image, a sandbox's infra image).
+fn suites_by_image() -> BTreeMap<&'static str, BTreeSet<String>> {
+    let mut users: BTreeMap<&'static str, BTreeSet<String>> = BTreeMap::new();
+    for suite in suite::load_embedded().suites {
+        for case in &suite.cases {
+            for step in &case.steps {
+                for image in images_of(step) {
+                    users.entry(image).or_default().insert(suite.name.clone());
+                }
+            }
+        }
+    }
+    users
+}
+
+/// The catalogue images one step uses.
+fn images_of(step: &Step) -> BTreeSet<&'static str> {
+    let mut found = BTreeSet::new();
+    // The defaults a step's YAML leaves out, so its fields do not show them.
+    match step {
+        Step::RunSandbox(_) => {
+            found.insert("pause");
+        }
+        Step::CreateContainer(create) => {
+            found.insert(images::find(&images::resolve(&create.image)).map_or("", |i| i.name));
+        }
+        _ => {}
+    }
+    let mut strings = Vec::new();
+    if let Ok(value) = serde_json::to_value(step) {
+        collect_strings(&value, &mut strings);
+    }
+    for text in strings {
+        if let Some(image) = lookup(&text) {
+            found.insert(image.name);
+        }
+    }
+    found.remove("");
+    found
+}
+
+/// The catalogue image a string of a step names: a symbol, `symbol:tag`, or a reference by
+/// tag or by repository and digest.
+fn lookup(text: &str) -> Option<&'static TestImage> {
+    if let Some(image) = images::find(&images::resolve(text)) {
+        return Some(image);
+    }
+    let (repository, _) = text.split_once('@')?;
+    let repository = images::Reference::parse(repository).repository;
+    images::catalogue()
+        .iter()
+        .find(|image| image.repository_full() == repository)
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(text) => out.push(text.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                // A map keyed by image (`expect: {repo_tags: {IMAGE: ...}}`) names it by key.
+                out.push(key.clone());
+                collect_strings(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Copies one tag of a layout to the registry with its digests preserved (skopeo would otherwise
 /// compress the uncompressed layer on the way and change the manifest digest).
 async fn copy(
     skopeo: &Path,
     built: &BuiltImage,
+    tag: &str,
     registry: &str,
     workdir: &Path,
 ) -> anyhow::Result<String> {
-    let source = format!("oci:{}:{}", built.layout.display(), built.image.tag());
-    let destination = format!("docker://{}", built.image.mirror_reference(registry));
-    let digest_file = workdir.join(format!("{}.digest", built.image.name));
+    let source = format!("oci:{}:{tag}", built.layout.display());
+    let destination = format!(
+        "docker://{}",
+        built.image.mirror_reference_with_tag(registry, tag)
+    );
+    let digest_file = workdir.join(format!("{}-{tag}.digest", built.image.name));
     let output = tokio::process::Command::new(skopeo)
         .args([
             "copy",

@@ -4,12 +4,14 @@
 
 mod oci;
 mod platform;
+mod reference;
 mod tar;
 
 use std::path::PathBuf;
 
 pub use oci::{build_all, build_layout, BuiltImage, Busybox, Descriptor};
 pub use platform::Platform;
+pub use reference::{is_sha256_digest, normalise, Reference};
 
 /// Where Debian's `busybox-static` installs the binary the images are built from.
 pub const DEFAULT_BUSYBOX: &str = "/bin/busybox";
@@ -18,15 +20,16 @@ pub const DEFAULT_BUSYBOX: &str = "/bin/busybox";
 pub const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The busybox applets linked into `/bin`: what the suites' commands and a person debugging a
-/// pod need. Network clients (wget, nc, telnet) are left out on purpose: nothing in a test pod
-/// should be able to reach beyond the machine.
+/// pod need. `httpd` is a server, so the networking cases have a port that answers. Network
+/// clients (wget, nc, telnet) are left out on purpose: nothing in a test pod should be able to
+/// reach beyond the machine.
 pub const APPLETS: &[&str] = &[
     "[", "[[", "ash", "awk", "basename", "cat", "chmod", "chown", "cp", "cut", "date", "dd", "df",
-    "dirname", "du", "echo", "env", "expr", "false", "find", "grep", "head", "hostname", "id",
-    "ip", "kill", "ln", "ls", "mkdir", "mkfifo", "mktemp", "mount", "mv", "nproc", "printf", "ps",
-    "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sh", "sleep", "sort", "stat", "sync", "tail",
-    "tee", "test", "timeout", "touch", "tr", "true", "umount", "uname", "uniq", "wc", "which",
-    "xargs", "yes",
+    "dirname", "du", "echo", "env", "expr", "false", "find", "grep", "head", "hostname", "httpd",
+    "id", "ip", "kill", "ln", "ls", "mkdir", "mkfifo", "mktemp", "mount", "mv", "nproc", "printf",
+    "ps", "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sh", "sleep", "sort", "stat", "sync",
+    "tail", "tee", "test", "timeout", "touch", "tr", "true", "umount", "uname", "uniq", "wc",
+    "which", "xargs", "yes",
 ];
 
 /// One image the suites use, under the public reference the suites name it by.
@@ -36,12 +39,20 @@ pub struct TestImage {
     pub name: &'static str,
     /// The public reference, `host/path:tag`; CI resolves it to a local registry.
     pub reference: &'static str,
+    /// More tags of the same image in the same repository (one image id, several repo tags).
+    pub more_tags: &'static [&'static str],
     /// What the suites use it for.
     pub purpose: &'static str,
     /// The config's `Entrypoint` (empty: none).
     pub entrypoint: &'static [&'static str],
     /// The config's `Cmd` (empty: none).
     pub cmd: &'static [&'static str],
+    /// The config's `User` (empty: none, so root).
+    pub user: &'static str,
+    /// True for the images runtimes keep between cases (sandbox and container images), which
+    /// `images pull` puts in the runtime; the image-manager images are pulled and removed by
+    /// the cases themselves, so a pre-pull would only hide what the cases check.
+    pub kept: bool,
 }
 
 /// `i32::MAX` seconds (68 years): outlives any run, and every `sleep` parses it. `sleep` as PID 1
@@ -49,43 +60,189 @@ pub struct TestImage {
 /// SIGKILL anyway.
 const PAUSE_SECONDS: &str = "2147483647";
 
-static CATALOGUE: [TestImage; 2] = [
+/// A reference under the registry critest v1.26.1 takes its image-manager images from
+/// (`registry` in `pkg/validate/consts.go`), so a runtime with internet reaches the same ones.
+macro_rules! critest {
+    ($path:literal) => {
+        concat!("gcr.io/k8s-staging-cri-tools/", $path)
+    };
+}
+
+/// An image the image-manager cases pull and remove themselves: a shell, no user, one tag.
+const fn case_image(
+    name: &'static str,
+    reference: &'static str,
+    purpose: &'static str,
+) -> TestImage {
+    TestImage {
+        name,
+        reference,
+        more_tags: &[],
+        purpose,
+        entrypoint: &[],
+        cmd: &["sh"],
+        user: "",
+        kept: false,
+    }
+}
+
+/// A case image whose config names a user, as critest's `test-image-user-*` do.
+const fn user_image(name: &'static str, reference: &'static str, user: &'static str) -> TestImage {
+    TestImage {
+        user,
+        ..case_image(
+            name,
+            reference,
+            "image status: the config's User gives uid or username",
+        )
+    }
+}
+
+static CATALOGUE: [TestImage; 17] = [
     TestImage {
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
+        more_tags: &[],
         purpose: "sandbox (infra) image: its process sleeps until the runtime kills it",
         entrypoint: &["/bin/sleep", PAUSE_SECONDS],
         cmd: &[],
+        user: "",
+        kept: true,
     },
     TestImage {
         name: "busybox",
         reference: "registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
-        purpose: "test containers: a static busybox with sh, sleep, true, false and friends",
+        more_tags: &[],
+        purpose: "test containers: a static busybox with sh, sleep, httpd and friends",
         entrypoint: &[],
         cmd: &["sh"],
+        user: "",
+        kept: true,
     },
+    case_image(
+        "test-image-tag",
+        critest!("test-image-tag:test"),
+        "pull and remove by tag",
+    ),
+    case_image(
+        "test-image-latest",
+        critest!("test-image-latest:latest"),
+        "pull and remove without a tag (:latest)",
+    ),
+    case_image(
+        "test-image-tag-all",
+        critest!("test-image-tag:all"),
+        "image status by every kind of reference",
+    ),
+    case_image(
+        "test-image-1",
+        critest!("test-image-1:latest"),
+        "list images: the first of three different images",
+    ),
+    case_image(
+        "test-image-2",
+        critest!("test-image-2:latest"),
+        "list images: the second of three different images",
+    ),
+    case_image(
+        "test-image-3",
+        critest!("test-image-3:latest"),
+        "list images: the third of three different images",
+    ),
+    TestImage {
+        more_tags: &["2", "3"],
+        ..case_image(
+            "test-image-tags",
+            critest!("test-image-tags:1"),
+            "list images: one image under three tags",
+        )
+    },
+    user_image(
+        "test-image-user-uid",
+        critest!("test-image-user-uid:latest"),
+        "1002",
+    ),
+    user_image(
+        "test-image-user-username",
+        critest!("test-image-user-username:latest"),
+        "www-data",
+    ),
+    user_image(
+        "test-image-user-uid-group",
+        critest!("test-image-user-uid-group:latest"),
+        "1003:www-data",
+    ),
+    user_image(
+        "test-image-user-username-group",
+        critest!("test-image-user-username-group:latest"),
+        "www-data:www-data",
+    ),
+    // The harness's own images: no public registry has them, so they live under `localhost`.
+    case_image(
+        "harness-digest",
+        "localhost/cri-harness/digest:1",
+        "pull by digest: the harness learns the digest of an image it built itself",
+    ),
+    TestImage {
+        more_tags: &["2"],
+        ..case_image(
+            "harness-two-tags",
+            "localhost/cri-harness/two-tags:1",
+            "remove by one tag of an image with two",
+        )
+    },
+    case_image(
+        "harness-short-name",
+        "docker.io/library/cri-harness-short-name:latest",
+        "status and remove by a short name (`cri-harness-short-name`)",
+    ),
+    case_image(
+        BENCH_IMAGE,
+        "localhost/cri-harness/bench:1",
+        "`cri-harness bench`: the image benchmark pulls, reads and removes it over and over",
+    ),
 ];
+
+/// The symbol of the image `cri-harness bench` pulls and removes: its own, so the benchmark
+/// never removes an image that cases share.
+pub const BENCH_IMAGE: &str = "harness-bench";
 
 /// Every image the suites need, in a fixed order.
 pub fn catalogue() -> &'static [TestImage] {
     &CATALOGUE
 }
 
-/// The catalogue entry with this symbol or reference.
+/// The catalogue entry with this symbol or one of its references (normalised).
 pub fn find(symbol_or_ref: &str) -> Option<&'static TestImage> {
-    CATALOGUE
-        .iter()
-        .find(|image| image.name == symbol_or_ref || image.reference == symbol_or_ref)
+    if let Some(image) = CATALOGUE.iter().find(|image| image.name == symbol_or_ref) {
+        return Some(image);
+    }
+    let wanted = Reference::parse(symbol_or_ref);
+    CATALOGUE.iter().find(|image| {
+        image.repository_full() == wanted.repository
+            && wanted
+                .tag
+                .as_deref()
+                .is_some_and(|tag| image.tags().any(|t| t == tag))
+    })
 }
 
-/// Maps a catalogue symbol (`pause`, `busybox`) to its reference; any other string is taken to
-/// be a reference already and passes through unchanged.
+/// Maps a catalogue symbol (`pause`, `busybox`) to its reference, and `symbol:tag` to another
+/// tag of that image (`test-image-tags:2`); any other string is taken to be a reference
+/// already and passes through unchanged.
 pub fn resolve(symbol_or_ref: &str) -> String {
-    CATALOGUE
-        .iter()
-        .find(|image| image.name == symbol_or_ref)
-        .map_or(symbol_or_ref, |image| image.reference)
-        .to_owned()
+    if let Some(image) = CATALOGUE.iter().find(|image| image.name == symbol_or_ref) {
+        return image.reference.to_owned();
+    }
+    if let Some((symbol, tag)) = symbol_or_ref.split_once(':') {
+        if let Some(image) = CATALOGUE
+            .iter()
+            .find(|image| image.name == symbol && image.tags().any(|t| t == tag))
+        {
+            return image.reference_with_tag(tag);
+        }
+    }
+    symbol_or_ref.to_owned()
 }
 
 impl TestImage {
@@ -104,6 +261,11 @@ impl TestImage {
             .map_or(path, |(repository, _)| repository)
     }
 
+    /// The repository with its host, as runtimes write it before `:tag` or `@digest`.
+    pub fn repository_full(&self) -> String {
+        format!("{}/{}", self.registry_host(), self.repository())
+    }
+
     /// The tag of the reference (`1.36.1-1`).
     pub fn tag(&self) -> &'static str {
         self.reference
@@ -111,9 +273,31 @@ impl TestImage {
             .map_or("latest", |(_, tag)| tag)
     }
 
+    /// Every tag of the image: the reference's first, then the others.
+    pub fn tags(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.tag()).chain(self.more_tags.iter().copied())
+    }
+
+    /// The reference with another tag of the image.
+    pub fn reference_with_tag(&self, tag: &str) -> String {
+        format!("{}:{tag}", self.repository_full())
+    }
+
+    /// Every reference of the image, one per tag.
+    pub fn references(&self) -> Vec<String> {
+        self.tags()
+            .map(|tag| self.reference_with_tag(tag))
+            .collect()
+    }
+
     /// The reference this image gets in a mirror registry `host:port`: same path, same tag.
     pub fn mirror_reference(&self, registry: &str) -> String {
-        format!("{registry}/{}:{}", self.repository(), self.tag())
+        self.mirror_reference_with_tag(registry, self.tag())
+    }
+
+    /// [`TestImage::mirror_reference`] with another tag of the image.
+    pub fn mirror_reference_with_tag(&self, registry: &str, tag: &str) -> String {
+        format!("{registry}/{}:{tag}", self.repository())
     }
 }
 
@@ -223,6 +407,39 @@ mod tests {
         );
     }
 
+    #[rstest]
+    #[case::another_tag("test-image-tags:2", "gcr.io/k8s-staging-cri-tools/test-image-tags:2")]
+    #[case::first_tag("test-image-tags:1", "gcr.io/k8s-staging-cri-tools/test-image-tags:1")]
+    #[case::not_a_tag_of_it("test-image-tags:4", "test-image-tags:4")]
+    #[case::docker_reference_of_a_symbol("busybox:1.36", "busybox:1.36")]
+    fn resolve_maps_a_symbol_and_one_of_its_tags(#[case] input: &str, #[case] expected: &str) {
+        assert_eq!(resolve(input), expected);
+    }
+
+    #[test]
+    fn find_knows_an_image_by_any_of_its_tags_but_no_other() {
+        let image = find("test-image-tags").unwrap();
+        for tag in ["1", "2", "3"] {
+            assert_eq!(find(&image.reference_with_tag(tag)), Some(image), "{tag}");
+        }
+        assert_eq!(find(&image.reference_with_tag("4")), None);
+        assert_eq!(
+            find("gcr.io/k8s-staging-cri-tools/test-image-latest").map(|i| i.name),
+            Some("test-image-latest")
+        );
+    }
+
+    #[test]
+    fn only_the_sandbox_and_container_images_are_kept_between_cases() {
+        let kept: Vec<&str> = catalogue()
+            .iter()
+            .filter(|i| i.kept)
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(kept, ["pause", "busybox"]);
+        assert!(find(BENCH_IMAGE).is_some_and(|i| !i.kept));
+    }
+
     #[test]
     fn find_accepts_symbols_and_references_alike() {
         assert_eq!(find("pause"), find("registry.k8s.io/pause:3.9"));
@@ -232,13 +449,14 @@ mod tests {
     #[test]
     fn catalogue_names_and_references_are_unique() {
         let mut names: Vec<_> = catalogue().iter().map(|image| image.name).collect();
-        let mut refs: Vec<_> = catalogue().iter().map(|image| image.reference).collect();
+        let mut refs: Vec<_> = catalogue().iter().flat_map(TestImage::references).collect();
+        let all = refs.len();
         names.sort_unstable();
         names.dedup();
         refs.sort_unstable();
         refs.dedup();
         assert_eq!(names.len(), catalogue().len());
-        assert_eq!(refs.len(), catalogue().len());
+        assert_eq!(refs.len(), all);
     }
 
     #[test]

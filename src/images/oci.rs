@@ -19,10 +19,15 @@ const MEDIA_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 /// Uncompressed, so the digest depends on nothing but the files (no compressor version).
 const MEDIA_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
 
-/// Accounts the images know, so `id` and user lookups by name work in test containers.
-const PASSWD: &str =
-    "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n";
-const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
+/// Accounts the images know, so `id` and user lookups by name work in test containers;
+/// `www-data` is the username critest's user images name.
+const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n\
+    www-data:x:33:33:www-data:/var/www:/bin/false\n\
+    nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n";
+const GROUP: &str = "root:x:0:\nwww-data:x:33:\nnogroup:x:65534:\n";
+/// The config label naming the catalogue symbol: it makes every image's config, and so its id,
+/// its own, though all share one layer.
+pub const IMAGE_LABEL: &str = "io.cri-harness.image";
 
 /// A static busybox binary read into memory, with the platform its ELF header names.
 #[derive(Debug, Clone)]
@@ -121,9 +126,11 @@ pub fn build_layout(
         architecture: busybox.platform.architecture,
         os: busybox.platform.os,
         config: RunConfig {
+            user: image.user,
             env: vec![format!("PATH={IMAGE_PATH}")],
             entrypoint: image.entrypoint,
             cmd: image.cmd,
+            labels: BTreeMap::from([(IMAGE_LABEL, image.name)]),
         },
         rootfs: RootFs {
             kind: "layers",
@@ -145,20 +152,26 @@ pub fn build_layout(
         MEDIA_MANIFEST,
         &encode(&manifest, "manifest", image)?,
     )?;
+    let references = image.references();
+    // One entry per tag, all naming the one manifest, so `oci:DIR:TAG` finds each tag.
     let index = Index {
         schema_version: 2,
         media_type: MEDIA_INDEX,
-        manifests: vec![IndexEntry {
-            descriptor: &manifest,
-            platform: PlatformJson {
-                architecture: busybox.platform.architecture,
-                os: busybox.platform.os,
-            },
-            annotations: BTreeMap::from([
-                ("io.containerd.image.name", image.reference),
-                ("org.opencontainers.image.ref.name", image.tag()),
-            ]),
-        }],
+        manifests: image
+            .tags()
+            .zip(&references)
+            .map(|(tag, reference)| IndexEntry {
+                descriptor: &manifest,
+                platform: PlatformJson {
+                    architecture: busybox.platform.architecture,
+                    os: busybox.platform.os,
+                },
+                annotations: BTreeMap::from([
+                    ("io.containerd.image.name", reference.as_str()),
+                    ("org.opencontainers.image.ref.name", tag),
+                ]),
+            })
+            .collect(),
     };
     write_file(&dir.join("index.json"), &encode(&index, "index", image)?)?;
     write_file(
@@ -247,11 +260,14 @@ struct ImageConfig<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct RunConfig<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    user: &'a str,
     env: Vec<String>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     entrypoint: &'a [&'a str],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     cmd: &'a [&'a str],
+    labels: BTreeMap<&'static str, &'a str>,
 }
 
 #[derive(Serialize)]
@@ -289,7 +305,7 @@ struct IndexEntry<'a> {
     #[serde(flatten)]
     descriptor: &'a Descriptor,
     platform: PlatformJson<'a>,
-    annotations: BTreeMap<&'static str, &'static str>,
+    annotations: BTreeMap<&'static str, &'a str>,
 }
 
 #[derive(Serialize)]
@@ -436,11 +452,53 @@ mod tests {
                 "config": {
                     "Env": [format!("PATH={IMAGE_PATH}")],
                     "Entrypoint": ["/bin/sleep", "2147483647"],
+                    "Labels": {IMAGE_LABEL: "pause"},
                 },
                 "rootfs": {"type": "layers", "diff_ids": [built.layer.digest]},
                 "history": [{"created_by": "cri-harness images build"}],
             })
         );
+    }
+
+    #[test]
+    fn every_image_has_its_own_config_and_so_its_own_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = build_all(&fake_busybox(b"payload"), dir.path()).unwrap();
+        let mut configs: Vec<&str> = built.iter().map(|b| b.config.digest.as_str()).collect();
+        configs.sort_unstable();
+        configs.dedup();
+        assert_eq!(configs.len(), built.len());
+    }
+
+    #[test]
+    fn a_user_image_names_its_user_in_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("test-image-user-uid-group").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+        let config: Value =
+            serde_json::from_slice(&blob(dir.path(), &built.config.digest)).unwrap();
+        assert_eq!(config["config"]["User"], "1003:www-data");
+    }
+
+    #[test]
+    fn an_image_with_three_tags_indexes_one_manifest_under_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = find("test-image-tags").unwrap();
+        let built = build_layout(image, &fake_busybox(b"payload"), dir.path()).unwrap();
+        let index = read_json(&dir.path().join("index.json"));
+        let entries = index["manifests"].as_array().unwrap();
+        let tags: Vec<&str> = entries
+            .iter()
+            .map(|e| {
+                e["annotations"]["org.opencontainers.image.ref.name"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(tags, ["1", "2", "3"]);
+        for entry in entries {
+            assert_eq!(entry["digest"], built.manifest.digest.as_str());
+        }
     }
 
     #[test]

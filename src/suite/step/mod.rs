@@ -354,6 +354,9 @@ macro_rules! registry {
 registry! {
     // setup on the runtime, not recorded
     pull_image::PullImage,
+    image_status::ImageStatus,
+    list_images::ListImages,
+    remove_image::RemoveImage,
     run_sandbox::RunSandbox,
     stop_sandbox::StopSandbox,
     remove_sandbox::RemoveSandbox,

@@ -1,29 +1,169 @@
-//! `pull_image: IMAGE`: pulls an image (a symbol such as `busybox`, or a full reference) unless
-//! the runtime has it already.
+//! `pull_image`: `pull_image: IMAGE` pulls an image (a symbol such as `busybox`, or a full
+//! reference) unless the runtime has it already, as setup. The map form is the image-manager
+//! check: it always pulls, by tag, untagged or by digest, and checks that the id PullImage
+//! answers is the image ImageStatus then reports, with the tags and digests expected.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use super::image_status::{check_image, check_repo_digests, check_repo_tags, learn, reference, RefKind};
+use super::{is_default, Kind, Scope, StepDef};
+use crate::images::Reference;
+use crate::world::{expect_eq, mismatch, StepError, World};
 
-/// `pull_image`.
+/// `pull_image`: a bare image, or a pull with expectations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct PullImage(pub String);
+#[serde(untagged, expecting = "a `pull_image` step: an image, or `image`, `by`, `expect`")]
+pub enum PullImage {
+    /// `pull_image: IMAGE`: pulled unless present.
+    Setup(String),
+    /// `pull_image: {image, by, expect}`.
+    Check(PullCheck),
+}
+
+/// The map form of `pull_image`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullCheck {
+    /// The image: a catalogue symbol, `symbol:tag`, or a reference.
+    pub image: String,
+    /// How to name it in the pull.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub by: PullBy,
+    /// Expectations on the pulled image's status.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: PullExpect,
+}
+
+/// How `pull_image` names the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PullBy {
+    /// Its reference with the tag.
+    #[default]
+    Tag,
+    /// Its repository alone, which means `:latest`.
+    Untagged,
+    /// `repository@digest`. The digest is learned by pulling the tag first; that image is then
+    /// removed, so the runtime holds the image by its digest alone.
+    Digest,
+}
+
+/// What the map form of `pull_image` checks, besides the answered id being the image's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `pull_image` expectation: `repo_tags`, `repo_digests`"
+)]
+pub struct PullExpect {
+    /// Exactly these repo tags afterwards, in any order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo_tags: Option<Vec<String>>,
+    /// One repo digest for each of these repositories afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo_digests: Option<Vec<String>>,
+}
 
 impl StepDef for PullImage {
     const NAME: &'static str = "pull_image";
     const KIND: Kind = Kind::Setup;
-    const ABOUT: &'static str = "Pulls an image (a symbol such as `busybox`, or a reference).";
+    const ABOUT: &'static str = "Pulls an image: `pull_image: IMAGE` (a symbol such as `busybox`, or a reference) unless present; or `{image, by: tag|untagged|digest, expect: {repo_tags, repo_digests}}`, which always pulls and checks the answered id is the image's.";
 
     fn check(&self, _scope: &mut Scope) -> Result<(), String> {
-        if self.0.is_empty() {
-            return Err("the image is empty".to_owned());
+        match self {
+            PullImage::Setup(image) => check_image(image),
+            PullImage::Check(pull) => check_image(&pull.image),
+        }
+    }
+
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        match self {
+            PullImage::Setup(image) => world.pull(image).await,
+            PullImage::Check(pull) => pull.run(world).await,
+        }
+    }
+}
+
+impl PullCheck {
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        let pulled = match self.by {
+            PullBy::Tag => reference(&world.runtime, &self.image, RefKind::Tag).await?,
+            PullBy::Untagged => reference(&world.runtime, &self.image, RefKind::Untagged).await?,
+            PullBy::Digest => self.digest_reference(world).await?,
+        };
+        let had = world.runtime.image_status(&pulled).await?.is_some();
+        let id = world.runtime.pull_image(&pulled).await?;
+        if !had {
+            // The run removes it at its end should the case fail before it does.
+            world.note_pulled(&pulled);
+        }
+        let Some(status) = world.runtime.image_status(&pulled).await? else {
+            return Err(mismatch(
+                format!("{} after the pull", self.image),
+                "an image",
+                "no image",
+            ));
+        };
+        expect_eq("id (PullImage's answer against ImageStatus)", &status.id, &id)?;
+        if let Some(tags) = &self.expect.repo_tags {
+            check_repo_tags("repo_tags", tags, &status.repo_tags)?;
+        }
+        if let Some(repositories) = &self.expect.repo_digests {
+            check_repo_digests("repo_digests", repositories, &status.repo_digests)?;
+        }
+        if self.by == PullBy::Digest && !status.repo_digests.contains(&pulled) {
+            return Err(mismatch(
+                "repo_digests",
+                format!("to hold the digest pulled, {pulled}"),
+                format!("{:?}", status.repo_digests),
+            ));
         }
         Ok(())
     }
 
-    async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        world.pull(&self.0).await
+    /// The image's `repository@digest`, learned from a pull by tag whose image is then
+    /// removed, so the pull by digest starts from nothing.
+    async fn digest_reference(&self, world: &mut World) -> Result<String, StepError> {
+        let tagged = reference(&world.runtime, &self.image, RefKind::Tag).await?;
+        if Reference::parse(&tagged).digest.is_some() {
+            // Named by digest already (a pinned public image): pull it as it is.
+            return Ok(tagged);
+        }
+        if learn(&world.runtime, &self.image).await?.is_none() {
+            world.runtime.pull_image(&tagged).await?;
+        }
+        let digest = reference(&world.runtime, &self.image, RefKind::Digest).await?;
+        let id = reference(&world.runtime, &self.image, RefKind::Id).await?;
+        world.runtime.remove_image(&id).await?;
+        Ok(digest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scalar_form_still_reads_and_prints_as_a_scalar() {
+        let step: PullImage = serde_saphyr::from_str("busybox").unwrap();
+        assert_eq!(step, PullImage::Setup("busybox".into()));
+        assert_eq!(serde_saphyr::to_string(&step).unwrap().trim(), "busybox");
+    }
+
+    #[test]
+    fn the_map_form_reads_how_to_pull_and_what_to_expect() {
+        let step: PullImage =
+            serde_saphyr::from_str("image: test-image-tags:2\nby: digest\nexpect: {repo_tags: []}")
+                .unwrap();
+        let PullImage::Check(pull) = &step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(pull.by, PullBy::Digest);
+        assert_eq!(pull.expect.repo_tags, Some(Vec::new()));
+        assert!(step.check(&mut Scope::default()).is_ok());
+    }
+
+    #[test]
+    fn an_unknown_field_of_the_map_form_is_refused() {
+        assert!(serde_saphyr::from_str::<PullImage>("image: a\nhow: tag").is_err());
     }
 }

@@ -1,0 +1,123 @@
+//! `remove_image`: the runtime's RemoveImage by any kind of reference; afterwards the reference
+//! removed answers no image (the CRI's promise, on every runtime), and the images the step
+//! names answer or not as expected. Removing an image the runtime lacks succeeds, as the CRI
+//! asks; an error expectation checks a refusal instead.
+
+use serde::{Deserialize, Serialize};
+
+use super::image_status::{check_image, reference, RefKind};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use crate::images;
+use crate::world::{mismatch, StepError, World};
+
+/// `remove_image`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `remove_image` step: `image`, `by`, `expect`"
+)]
+pub struct RemoveImage {
+    /// The image: a catalogue symbol, `symbol:tag`, or a reference.
+    pub image: String,
+    /// The kind of reference to remove it by (digests and ids are learned from the runtime).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub by: RefKind,
+    /// Expectations.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: RemoveImageExpect,
+}
+
+/// What `remove_image` checks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `remove_image` expectation: `error`, `absent`, `present`"
+)]
+pub struct RemoveImageExpect {
+    /// The removal fails like this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorExpect>,
+    /// Images (by tag) that answer no image afterwards, besides the reference removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<String>,
+    /// Images (by tag) that still answer afterwards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present: Vec<String>,
+}
+
+impl StepDef for RemoveImage {
+    const NAME: &'static str = "remove_image";
+    const KIND: Kind = Kind::Check;
+    const ABOUT: &'static str = "Removes an image by a kind of reference (tag, untagged, short_name, digest, id, short_id); the reference then answers no image.";
+
+    fn expect_fields() -> &'static [&'static str] {
+        super::fields_of::<RemoveImageExpect>()
+    }
+
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        check_image(&self.image)?;
+        for image in self.expect.absent.iter().chain(&self.expect.present) {
+            check_image(image)?;
+        }
+        if self.expect.error.is_some()
+            && !(self.expect.absent.is_empty() && self.expect.present.is_empty())
+        {
+            return Err("expect: a removal expected to fail has no images to check after".into());
+        }
+        scope.error(self.expect.error.as_ref())
+    }
+
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        let removed = reference(&world.runtime, &self.image, self.by).await?;
+        let result = world.runtime.remove_image(&removed).await;
+        let redact = |text: &str| world.redact(text);
+        if check_call(self.expect.error.as_ref(), result, redact)?.is_none() {
+            return Ok(());
+        }
+        let by = self.by;
+        if let Some(found) = world.runtime.image_status(&removed).await? {
+            return Err(mismatch(
+                format!("{} by {by} after removal", self.image),
+                "no image",
+                format!("image with tags {:?}", found.repo_tags),
+            ));
+        }
+        for image in &self.expect.absent {
+            if world.runtime.image_status(&images::resolve(image)).await?.is_some() {
+                return Err(mismatch(format!("absent.{image}"), "no image", "an image"));
+            }
+        }
+        for image in &self.expect.present {
+            if world.runtime.image_status(&images::resolve(image)).await?.is_none() {
+                return Err(mismatch(format!("present.{image}"), "an image", "no image"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(yaml: &str) -> RemoveImage {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_remove_step_reads_its_kind_of_reference_and_prints_back_only_what_differs() {
+        let parsed = step("image: test-image-tags\nby: short_id\nexpect: {absent: ['test-image-tags:2']}");
+        assert_eq!(parsed.by, RefKind::ShortId);
+        assert!(parsed.check(&mut Scope::default()).is_ok());
+        let printed = serde_saphyr::to_string(&step("image: busybox")).unwrap();
+        assert_eq!(printed.trim(), "image: busybox");
+    }
+
+    #[test]
+    fn a_failing_removal_checks_nothing_after() {
+        let err = step("image: a\nexpect: {error: {code: NotFound}, absent: [a]}")
+            .check(&mut Scope::default())
+            .unwrap_err();
+        assert!(err.contains("expected to fail"), "{err}");
+    }
+}
