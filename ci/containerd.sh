@@ -389,8 +389,9 @@ check_registry_hosts() {
     fi
 }
 
-# Pulls every catalogue image through CRI, as the kubelet would, so a wrong mirror setup fails
-# here rather than in the first case, and the suites find the images with their repo digests.
+# Pulls the images every run keeps (pause and busybox) through CRI, as the kubelet would, so a
+# wrong mirror setup fails here rather than in the first case; the image cases pull and remove
+# the others themselves.
 pull_images() {
     local bin="$1"
     log "pulling the test images through CRI"

@@ -165,6 +165,12 @@ impl World {
         Ok(())
     }
 
+    /// Forgets which images the case has pulled, after it removed one: an image can go under
+    /// several references at once (all its tags), so the next pull asks the runtime again.
+    pub(crate) fn forget_pulled(&mut self) {
+        self.pulled.clear();
+    }
+
     /// Notes an image the case pulled that the runtime did not have, for the run to remove
     /// when it ends (a case that removes it itself leaves nothing to do).
     pub(crate) fn note_pulled(&self, image: &str) {

@@ -48,6 +48,12 @@ pub trait StepDef: Sized + Serialize + DeserializeOwned {
     /// One line for the reference.
     const ABOUT: &'static str;
 
+    /// Its fields, for the reference: those serde derives for it by default; a step with
+    /// several forms names the fields of its map form.
+    fn fields() -> &'static [&'static str] {
+        fields_of::<Self>()
+    }
+
     /// The fields of its `expect:` block, for the reference (none by default).
     fn expect_fields() -> &'static [&'static str] {
         &[]
@@ -85,7 +91,7 @@ impl StepInfo {
             name: T::NAME,
             kind: T::KIND,
             about: T::ABOUT,
-            fields: fields_of::<T>(),
+            fields: T::fields(),
             expect_fields: T::expect_fields(),
         }
     }

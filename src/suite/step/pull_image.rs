@@ -75,6 +75,14 @@ impl StepDef for PullImage {
         }
     }
 
+    fn fields() -> &'static [&'static str] {
+        super::fields_of::<PullCheck>()
+    }
+
+    fn expect_fields() -> &'static [&'static str] {
+        super::fields_of::<PullExpect>()
+    }
+
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         match self {
             PullImage::Setup(image) => world.pull(image).await,

@@ -70,6 +70,7 @@ impl StepDef for RemoveImage {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let removed = reference(&world.runtime, &self.image, self.by).await?;
         let result = world.runtime.remove_image(&removed).await;
+        world.forget_pulled();
         let redact = |text: &str| world.redact(text);
         if check_call(self.expect.error.as_ref(), result, redact)?.is_none() {
             return Ok(());
