@@ -158,3 +158,47 @@ fn sigint_mid_bench_sweeps_the_run_and_exits_130_with_the_json_saying_so() {
     let first = &report["benchmarks"][0]["operations"][0];
     assert!(first["count"].as_u64().unwrap() < 100_000, "{first}");
 }
+
+#[test]
+fn bench_without_an_endpoint_names_every_way_to_give_one_and_the_mock() {
+    let output = harness().args(["bench"]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for way in [
+        "-r/--runtime-endpoint",
+        "CONTAINER_RUNTIME_ENDPOINT",
+        "--mock",
+    ] {
+        assert!(stderr.contains(way), "{stderr}");
+    }
+}
+
+#[test]
+fn bench_on_an_absent_endpoint_fails_naming_it_and_the_mock_ignores_it() {
+    const ABSENT: &str = "/nonexistent/runtime.sock";
+    let leases = tempfile::tempdir().unwrap();
+    let output = harness()
+        .args(["bench", "--iterations", "1"])
+        .env("CONTAINER_RUNTIME_ENDPOINT", ABSENT)
+        .env("CRI_HARNESS_LEASE_DIR", leases.path())
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(ABSENT), "{stderr}");
+    let output = harness()
+        .args([
+            "bench",
+            "--mock",
+            "--iterations",
+            "1",
+            "--only",
+            "image_listing",
+        ])
+        .env("CONTAINER_RUNTIME_ENDPOINT", ABSENT)
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(!stdout.contains(ABSENT), "{stdout}");
+}
