@@ -72,6 +72,12 @@ fn bench_on_the_mock_prints_a_row_per_operation_and_json_counting_every_iteratio
     assert_eq!(reported, names);
     for benchmark in benchmarks {
         assert_eq!(benchmark["failures"], 0, "{benchmark}");
+        let workers = if benchmark["name"] == "image_lifecycle" {
+            1
+        } else {
+            2
+        };
+        assert_eq!(benchmark["workers"], workers, "{benchmark}");
         for operation in benchmark["operations"].as_array().unwrap() {
             assert_eq!(operation["count"], 3, "{operation}");
             assert_eq!(operation["samples_ms"].as_array().unwrap().len(), 3);

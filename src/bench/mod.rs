@@ -9,6 +9,7 @@
 //! runtime lacks it. The image benchmark pulls and removes that same image, since the
 //! catalogue has no image of its own for it yet; at the end the runtime is left as it was
 //! found: `busybox` is pulled again if it was there before the run, removed if it was not.
+//! Its iterations run one at a time, whatever `parallel` says: workers would share the image.
 //!
 //! # JSON
 //!
@@ -28,6 +29,7 @@
 //!     {
 //!       "name": "pod_lifecycle",
 //!       "critest_spec": "benchmark about lifecycle of PodSandbox",
+//!       "workers": 1,
 //!       "wall_ms": 1630.2,
 //!       "failures": 0,
 //!       "errors": [],
@@ -132,6 +134,8 @@ pub struct BenchmarkReport {
     pub name: &'static str,
     /// The critest spec it mirrors.
     pub critest_spec: &'static str,
+    /// Workers it ran on: `parallel`, but one for the image life cycle.
+    pub workers: usize,
     /// Wall time of the benchmark, worker setup and teardown included.
     pub wall_ms: f64,
     /// Iterations or worker setups that failed.
@@ -271,6 +275,7 @@ fn failed_before_start(benchmark: Benchmark, error: String) -> BenchmarkReport {
     BenchmarkReport {
         name: benchmark.into(),
         critest_spec: benchmark.critest_spec(),
+        workers: 0,
         wall_ms: 0.0,
         failures: 1,
         errors: vec![error],
@@ -303,7 +308,7 @@ struct WorkerOutcome {
     errors: Vec<String>,
 }
 
-/// Runs `config.iterations` iterations of `benchmark` on `config.parallel` workers, each
+/// Runs `config.iterations` iterations of `benchmark` on its workers (see [`Benchmark::workers`]), each
 /// taking the next iteration number until none is left or `stop` is cancelled.
 async fn run_one(
     context: &Context,
@@ -314,7 +319,7 @@ async fn run_one(
     let started = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let mut workers = tokio::task::JoinSet::new();
-    for worker in 0..config.parallel.max(1) {
+    for worker in 0..benchmark.workers(config.parallel) {
         let context = context.clone();
         let next = next.clone();
         let stop = stop.clone();
@@ -371,6 +376,7 @@ async fn run_one(
     BenchmarkReport {
         name: benchmark.into(),
         critest_spec: benchmark.critest_spec(),
+        workers: benchmark.workers(config.parallel),
         wall_ms: millis(started.elapsed()),
         failures,
         errors,

@@ -106,6 +106,7 @@ mod tests {
         let text = table(&report(vec![BenchmarkReport {
             name: "pod_lifecycle",
             critest_spec: "",
+            workers: 1,
             wall_ms: 1.0,
             failures: 0,
             errors: Vec::new(),
@@ -131,6 +132,7 @@ mod tests {
         let text = table(&report(vec![BenchmarkReport {
             name: "image_listing",
             critest_spec: "",
+            workers: 1,
             wall_ms: 1.0,
             failures: 2,
             errors: vec!["first".to_owned(), "second".to_owned()],
