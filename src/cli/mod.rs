@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+pub mod bench;
 pub mod clean;
 pub mod common;
 pub mod images;
@@ -66,6 +67,8 @@ enum Command {
     Clean(clean::Args),
     /// Property-test the manager against generated runtime states.
     Prop(prop::Args),
+    /// Time critest's benchmarks: p50/p95/max per CRI operation.
+    Bench(bench::Args),
 }
 
 /// Parses the command line, runs the subcommand on a tokio runtime and maps its outcome to the
@@ -91,6 +94,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, stop).await,
             Command::Mock(args) => mock::run(args, stop).await,
             Command::Prop(args) => prop::run(args, stop).await,
+            Command::Bench(args) => bench::run(args, stop).await,
             // The others have nothing to undo: a signal drops them where they are.
             Command::Version(args) => until_stopped(version::run(args), &stop).await,
             Command::Images(args) => until_stopped(images::run(args), &stop).await,
