@@ -6,10 +6,11 @@
 //! # Images
 //!
 //! The container benchmarks run the catalogue's `busybox`, pulled beforehand (untimed) if the
-//! runtime lacks it. The image benchmark pulls and removes that same image, since the
-//! catalogue has no image of its own for it yet; at the end the runtime is left as it was
-//! found: `busybox` is pulled again if it was there before the run, removed if it was not.
-//! Its iterations run one at a time, whatever `parallel` says: workers would share the image.
+//! runtime lacks it. The image benchmark pulls and removes the catalogue's `harness-bench`,
+//! an image nothing else uses, so it never races a case or a container for one. At the end the
+//! runtime is left as it was found: each image is there again if it was before the run, and
+//! removed if it was not. The image benchmark's iterations run one at a time, whatever
+//! `parallel` says: workers would share its image.
 //!
 //! # JSON
 //!
@@ -208,11 +209,21 @@ pub async fn run(
             source,
         })?
         .is_some();
+    let pulled_image = images::resolve(images::BENCH_IMAGE);
+    let pulled_was_present = client
+        .image_status(&pulled_image)
+        .await
+        .map_err(|source| BenchError::ImageStatus {
+            image: pulled_image.clone(),
+            source,
+        })?
+        .is_some();
     let context = Context {
         client: client.clone(),
         run_id: config.run_id.clone(),
         runtime_handler: config.runtime_handler.clone(),
         image: image.clone(),
+        pulled_image: pulled_image.clone(),
     };
     let mut report = Report {
         run_id: config.run_id.clone(),
@@ -244,8 +255,13 @@ pub async fn run(
     }
     report.interrupted = stop.is_cancelled();
     report.cleanup = sweep(client, &config.run_id).await;
-    if let Err(err) = restore_image(client, &image, image_was_present).await {
-        report.cleanup.errors.push(err.to_string());
+    for (image, was_present) in [
+        (&image, image_was_present),
+        (&pulled_image, pulled_was_present),
+    ] {
+        if let Err(err) = restore_image(client, image, was_present).await {
+            report.cleanup.errors.push(err.to_string());
+        }
     }
     Ok(report)
 }

@@ -102,8 +102,10 @@ pub(crate) struct Context {
     pub run_id: String,
     /// RuntimeClass handler for RunPodSandbox ("" for the runtime's default).
     pub runtime_handler: String,
-    /// The image the containers run and the image benchmark pulls.
+    /// The image the containers run.
     pub image: String,
+    /// The image the image benchmark pulls and removes: one no case or container uses.
+    pub pulled_image: String,
 }
 
 /// One sample list per operation, in [`Benchmark::operations`] order.
@@ -350,9 +352,9 @@ impl Context {
 
     async fn image_lifecycle(&self, samples: &mut Samples) -> Result<(), CallError> {
         let client = &self.client;
-        timed(samples, 0, client.pull_image(&self.image)).await?;
-        timed(samples, 1, client.image_status(&self.image)).await?;
-        timed(samples, 2, client.remove_image(&self.image)).await
+        timed(samples, 0, client.pull_image(&self.pulled_image)).await?;
+        timed(samples, 1, client.image_status(&self.pulled_image)).await?;
+        timed(samples, 2, client.remove_image(&self.pulled_image)).await
     }
 }
 
