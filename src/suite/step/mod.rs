@@ -366,6 +366,11 @@ registry! {
     list_containers::ListContainers,
     exec_sync::ExecSync,
     make_host_path::MakeHostPath,
+    container_stats::ContainerStats,
+    list_container_stats::ListContainerStats,
+    pod_sandbox_stats::PodSandboxStats,
+    connect::Connect,
+    check_host_path::CheckHostPath,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
