@@ -116,6 +116,9 @@ impl Try {
         match self {
             Try::Answered(text) => format!("an answer {text:?}"),
             Try::Refused => "refused".to_owned(),
+            Try::Failed(err) if err.kind() == io::ErrorKind::NetworkUnreachable => {
+                format!("no connection ({err}: no route from there to the address)")
+            }
             Try::Failed(err) => format!("no connection ({err})"),
         }
     }
@@ -345,7 +348,9 @@ impl StepDef for Connect {
             if self.holds(&outcome)? {
                 return Ok(());
             }
-            if started.elapsed() + RETRY >= within {
+            // No route now means none later: routes come with the pod's network, made before.
+            let hopeless = matches!(&outcome, Try::Failed(err) if err.kind() == io::ErrorKind::NetworkUnreachable);
+            if hopeless || started.elapsed() + RETRY >= within {
                 let from = self
                     .from
                     .as_ref()
