@@ -203,3 +203,49 @@ cases:
     );
     assert_eq!(outcomes[4], CaseOutcome::Passed);
 }
+
+const HOST_PATHS: &str = r#"
+suite: host-path-failures
+about: Host-path and namespace expectations that do not hold on the mock.
+cases:
+  - name: the-content-differs
+    steps:
+      - make_host_path: {path: f, kind: file, content: "one\n"}
+      - check_host_path: {path: f, expect: {content: {equals: "two\n"}}}
+  - name: a-path-that-should-not-be-there
+    steps:
+      - make_host_path: {path: d, kind: dir}
+      - check_host_path: {path: d, expect: {exists: false}}
+  - name: a-path-that-should-be-there
+    steps:
+      - check_host_path: {path: missing}
+  - name: a-pod-namespace-the-harness-cannot-open
+    steps:
+      - run_sandbox: {as: sb, pod: web}
+      - run_sandbox: {as: client, pod: api}
+      - connect: {to: {sandbox: sb, port: 80}, from: {sandbox: client}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_path_and_origin_failures_name_the_path() {
+    let outcomes = outcomes(HOST_PATHS).await;
+    assert_eq!(outcomes.len(), 4);
+    assert_fails_with(
+        &outcomes[0],
+        &["check_host_path f.content: expected \"two\\n\", got \"one\\n\""],
+    );
+    assert_fails_with(
+        &outcomes[1],
+        &["check_host_path d: expected absent, got exists"],
+    );
+    assert_fails_with(
+        &outcomes[2],
+        &["check_host_path missing: expected exists, got absent"],
+    );
+    // The mock's pods have made-up namespace paths: the step says it cannot read them rather
+    // than connecting from somewhere else.
+    assert_fails_with(
+        &outcomes[3],
+        &["connect from client: cannot read the network namespace"],
+    );
+}
