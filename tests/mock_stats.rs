@@ -170,8 +170,15 @@ async fn list_container_stats_gives_running_containers_cpu_and_memory_and_others
             layer.fs_id.map(|f| f.mountpoint),
             Some("/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs".to_owned())
         );
+        // Two seconds old: like containerd's, the layer is not measured yet.
+        assert_eq!(layer.used_bytes.map(|b| b.value), Some(0));
+        assert_eq!(layer.timestamp, 0);
+    }
+    advance(&mut control, 10 * SECOND).await;
+    for s in list_stats(&client, None).await {
+        let layer = s.writable_layer.unwrap_or_default();
         assert!(layer.used_bytes.is_some_and(|b| b.value > 0));
-        assert_eq!(layer.timestamp, T0 + 2 * SECOND);
+        assert_eq!(layer.timestamp, T0 + 10 * SECOND);
     }
     let attributes = stats[0].attributes.clone().unwrap_or_default();
     assert_eq!(attributes.metadata.map(|m| m.name), Some("app".to_owned()));

@@ -1,6 +1,7 @@
 //! Container and pod sandbox stats on the mock, shaped as containerd 1.6 answers them: every
 //! container listed with its attributes and writable layer, CPU and memory only while its task
-//! runs; pod sandbox stats only for READY sandboxes. The figures are made up but plausible and
+//! runs, writable layers as last measured (nothing until the first measurement, 10 s after
+//! creation); pod sandbox stats only for READY sandboxes. The figures are made up but plausible and
 //! stable: each object gets a CPU rate and memory footprint derived from its id, and CPU time
 //! grows with how long it has run by the mock's clock, so repeated calls only ever count up.
 
@@ -26,6 +27,9 @@ const MILLICORE: u64 = 1_000_000;
 /// The pause process every sandbox runs: a tenth of a milli-core, half a MiB.
 const PAUSE_MILLICORES_X10: u64 = 1;
 const PAUSE_WORKING_SET: u64 = 512 * 1024;
+
+/// How often containerd measures writable layers (its default `stats_collect_period`).
+const LAYER_SYNC_PERIOD: u64 = 10 * NANOS_PER_SECOND;
 
 /// The interface containerd reports pod network stats for.
 const DEFAULT_INTERFACE: &str = "eth0";
@@ -132,6 +136,29 @@ fn memory(
     }
 }
 
+/// A container's writable layer at `now`. containerd measures layers in the background, once
+/// every `stats_collect_period` (10 s by default), and answers from the last measurement: until
+/// a container's first one its layer reads 0 bytes and 0 inodes at timestamp 0. The mock
+/// measures each layer every period from the container's creation.
+fn writable_layer(profile: &Profile, created_at: i64, now: i64) -> v1::FilesystemUsage {
+    let periods = elapsed(created_at, now) / LAYER_SYNC_PERIOD;
+    let (timestamp, bytes, inodes) = if periods == 0 {
+        (0, 0, 0)
+    } else {
+        let measured = periods.saturating_mul(LAYER_SYNC_PERIOD);
+        let at = created_at.saturating_add(i64::try_from(measured).unwrap_or(i64::MAX));
+        (at, profile.layer_bytes, profile.layer_inodes)
+    };
+    v1::FilesystemUsage {
+        timestamp,
+        fs_id: Some(v1::FilesystemIdentifier {
+            mountpoint: IMAGE_FS_MOUNTPOINT.to_owned(),
+        }),
+        used_bytes: value(bytes),
+        inodes_used: value(inodes),
+    }
+}
+
 /// One container's stats at `now`.
 fn container_stats(container: &Container, now: i64) -> v1::ContainerStats {
     let status = &container.status;
@@ -168,14 +195,7 @@ fn container_stats(container: &Container, now: i64) -> v1::ContainerStats {
         }),
         cpu,
         memory,
-        writable_layer: Some(v1::FilesystemUsage {
-            timestamp: now,
-            fs_id: Some(v1::FilesystemIdentifier {
-                mountpoint: IMAGE_FS_MOUNTPOINT.to_owned(),
-            }),
-            used_bytes: value(profile.layer_bytes),
-            inodes_used: value(profile.layer_inodes),
-        }),
+        writable_layer: Some(writable_layer(&profile, status.created_at, now)),
         swap: None,
         io: None,
     }
@@ -217,7 +237,8 @@ fn sandbox_stats(state: &State, sandbox: &Sandbox, now: i64) -> v1::PodSandboxSt
         let own = Profile::of(&status.id);
         let seconds = age / NANOS_PER_SECOND;
         v1::NetworkUsage {
-            timestamp: now,
+            // containerd 1.6 fills in the interfaces but leaves the block's timestamp unset.
+            timestamp: 0,
             default_interface: Some(v1::NetworkInterfaceUsage {
                 name: DEFAULT_INTERFACE.to_owned(),
                 rx_bytes: value(seconds.saturating_mul(own.rx_rate)),
@@ -366,6 +387,25 @@ mod tests {
         assert_eq!(cpu_time(2 * NANOS_PER_SECOND, 1000), 200_000_000);
         assert_eq!(cpu_time(0, 1000), 0);
         assert_eq!(elapsed(10, 5), 0);
+    }
+
+    #[test]
+    fn a_writable_layer_reads_zero_until_its_first_measurement() {
+        let profile = Profile::of("layer");
+        let created = 5 * NANOS_PER_SECOND as i64;
+        let fresh = writable_layer(&profile, created, created + 9 * NANOS_PER_SECOND as i64);
+        assert_eq!(
+            (fresh.timestamp, fresh.used_bytes, fresh.inodes_used),
+            (0, value(0), value(0))
+        );
+        assert!(fresh
+            .fs_id
+            .is_some_and(|fs| fs.mountpoint == IMAGE_FS_MOUNTPOINT));
+        let measured = writable_layer(&profile, created, created + 25 * NANOS_PER_SECOND as i64);
+        assert_eq!(measured.timestamp, created + 20 * NANOS_PER_SECOND as i64);
+        assert_eq!(measured.used_bytes, value(profile.layer_bytes));
+        assert_eq!(measured.inodes_used, value(profile.layer_inodes));
+        assert!(profile.layer_bytes > 0 && profile.layer_inodes > 0);
     }
 
     #[test]

@@ -384,6 +384,11 @@ registry! {
     check_log::CheckLog,
     reopen_container_log::ReopenContainerLog,
     call_unknown_id::CallUnknownId,
+    container_stats::ContainerStats,
+    list_container_stats::ListContainerStats,
+    pod_sandbox_stats::PodSandboxStats,
+    connect::Connect,
+    check_host_path::CheckHostPath,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
