@@ -214,8 +214,9 @@ $handlers
       config_path = "$STATE/certs.d"
 EOF
 
-    # isGateway false: the bridge gets no address and pods no default route, so pod traffic
-    # cannot be forwarded anywhere; the suites only need the addresses.
+    # isGateway true gives the bridge the range's first address, so the node (the namespace
+    # containerd runs in) reaches pod IPs and host ports, as the networking cases need; pods
+    # get no default route and the namespace has no link out, so nothing leaves the machine.
     cat >"$STATE/cni/net.d/10-cri-harness.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -224,7 +225,8 @@ EOF
     {
       "type": "bridge",
       "bridge": "$BRIDGE",
-      "isGateway": false,
+      "isGateway": true,
+      "isDefaultGateway": false,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {

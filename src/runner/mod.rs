@@ -4,9 +4,10 @@
 
 pub mod case;
 pub mod cleanup;
+pub mod host;
 pub mod snapshot;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -701,7 +702,10 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             ));
         }
     }
-    if let Err(message) = remove_host_dir(&env_dir) {
+    if let Err(message) = host::remove_host_dir(&env_dir) {
+        failures.push(message);
+    }
+    if let Err(message) = host::remove_cgroups(&case::namespace(&config.run_id, number)) {
         failures.push(message);
     }
     if let Some(need) = lacks.filter(|_| failures.len() == 1) {
@@ -762,25 +766,6 @@ fn lacked_feature(case: &Case, unimplemented: Option<&'static str>) -> Option<Ne
         .iter()
         .copied()
         .find(|need| need.methods().contains(&method))
-}
-
-/// Removes a case's host directory, and its run's directory once empty; says what is left.
-fn remove_host_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => {
-            return Err(format!(
-                "cleanup left the host directory {}: {err}",
-                dir.display()
-            ))
-        }
-    }
-    if let Some(run_dir) = dir.parent() {
-        // Another case may still use it; the last one out removes it.
-        let _ = std::fs::remove_dir(run_dir);
-    }
-    Ok(())
 }
 
 fn source_text(err: &dyn std::error::Error) -> String {

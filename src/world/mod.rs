@@ -179,6 +179,13 @@ impl World {
         }
     }
 
+    /// The cgroup parent of sandbox `alias`: a top-level cgroup named after the case's
+    /// namespace, so the runner finds and removes it (see
+    /// [`crate::runner::host::remove_cgroups`]).
+    pub(crate) fn cgroup_parent(&self, alias: &str) -> String {
+        format!("/{}-{alias}", self.ids.namespace)
+    }
+
     /// The case's host directory, made on first use. Log directories and volumes live under
     /// it; the runner removes it with the case.
     pub(crate) fn host_dir(&self) -> Result<&Path, StepError> {

@@ -13,7 +13,7 @@ use crate::world::{World, SandboxRef, StepError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`"
+    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `cgroup_parent`"
 )]
 pub struct RunSandbox {
     /// Sandbox alias, used by later steps and in snapshots.
@@ -52,6 +52,10 @@ pub struct RunSandbox {
     /// kubelet does, so its containers' logs can be read back.
     #[serde(default, skip_serializing_if = "is_default")]
     pub log_directory: bool,
+    /// Give the sandbox a cgroup parent of its own, as the kubelet always does (containerd
+    /// needs one to answer PodSandboxStats); the runner removes it with the case.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub cgroup_parent: bool,
 }
 
 /// A pod's DNS config.
@@ -131,6 +135,7 @@ impl RunSandbox {
             ports: Vec::new(),
             sysctls: BTreeMap::new(),
             log_directory: false,
+            cgroup_parent: false,
         }
     }
 }
@@ -205,6 +210,11 @@ impl StepDef for RunSandbox {
             labels,
             annotations: self.annotations.clone(),
             linux: Some(v1::LinuxPodSandboxConfig {
+                cgroup_parent: if self.cgroup_parent {
+                    world.cgroup_parent(&self.alias)
+                } else {
+                    String::new()
+                },
                 sysctls: self.sysctls.clone(),
                 security_context: Some(v1::LinuxSandboxSecurityContext {
                     namespace_options: Some(namespace_options(self.host_network)),
