@@ -27,6 +27,7 @@ async fn outcomes(text: &str) -> Vec<CaseOutcome> {
         runtime_handler: String::new(),
         work_dir: runner::default_work_dir(),
         online: false,
+        pulled_record: None,
     };
     let mut report = runner::run(config, Interrupt::new(), None).await;
     report.cases.sort_by_key(|c| c.number);
