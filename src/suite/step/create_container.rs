@@ -135,7 +135,8 @@ pub struct Capabilities {
     pub drop: Vec<String>,
 }
 
-/// A seccomp profile, as CRI v1's `SecurityProfile` names it.
+/// A seccomp profile, as CRI v1's `SecurityProfile` names it, or as the deprecated
+/// `seccomp_profile_path` string critest's specs still send.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Seccomp {
@@ -146,30 +147,61 @@ pub enum Seccomp {
     /// A profile file on the host: relative paths are under the case's host directory (see
     /// `make_host_path`), absolute ones are taken as they are.
     Localhost(String),
+    /// The deprecated `seccomp_profile_path`, with the v1 field left unset: `unconfined`,
+    /// `runtime/default`, `docker/default` as written; `localhost/PATH` or a bare PATH with a
+    /// relative PATH made absolute under the case's host directory (a bare path is what a
+    /// runtime must refuse).
+    ProfilePath(String),
 }
 
+/// What a seccomp choice puts in a CRI security context.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct CriSeccomp {
+    /// The v1 `seccomp` field.
+    pub(crate) profile: Option<v1::SecurityProfile>,
+    /// The deprecated `seccomp_profile_path`.
+    pub(crate) path: String,
+}
+
+/// The deprecated path's names that are not files.
+const PROFILE_NAMES: [&str; 3] = ["unconfined", "runtime/default", "docker/default"];
+
 impl Seccomp {
-    /// The CRI profile; `host_path` makes a relative localhost path absolute.
+    /// The CRI fields; `host_path` makes a relative path absolute.
     pub(crate) fn to_cri(
         &self,
         host_path: impl FnOnce(&str) -> Result<String, StepError>,
-    ) -> Result<v1::SecurityProfile, StepError> {
+    ) -> Result<CriSeccomp, StepError> {
         use v1::security_profile::ProfileType;
+        fn absolute(
+            path: &str,
+            host_path: impl FnOnce(&str) -> Result<String, StepError>,
+        ) -> Result<String, StepError> {
+            if path.starts_with('/') {
+                Ok(path.to_owned())
+            } else {
+                host_path(path)
+            }
+        }
+        let profile = |profile_type: ProfileType, localhost_ref: String| CriSeccomp {
+            profile: Some(v1::SecurityProfile {
+                profile_type: profile_type as i32,
+                localhost_ref,
+            }),
+            path: String::new(),
+        };
         Ok(match self {
-            Seccomp::Unconfined => v1::SecurityProfile {
-                profile_type: ProfileType::Unconfined as i32,
-                localhost_ref: String::new(),
-            },
-            Seccomp::RuntimeDefault => v1::SecurityProfile {
-                profile_type: ProfileType::RuntimeDefault as i32,
-                localhost_ref: String::new(),
-            },
-            Seccomp::Localhost(path) => v1::SecurityProfile {
-                profile_type: ProfileType::Localhost as i32,
-                localhost_ref: if path.starts_with('/') {
+            Seccomp::Unconfined => profile(ProfileType::Unconfined, String::new()),
+            Seccomp::RuntimeDefault => profile(ProfileType::RuntimeDefault, String::new()),
+            Seccomp::Localhost(path) => profile(ProfileType::Localhost, absolute(path, host_path)?),
+            Seccomp::ProfilePath(path) => CriSeccomp {
+                profile: None,
+                path: if PROFILE_NAMES.contains(&path.as_str()) {
                     path.clone()
+                } else if let Some(file) = path.strip_prefix("localhost/") {
+                    format!("localhost/{}", absolute(file, host_path)?)
                 } else {
-                    host_path(path)?
+                    absolute(path, host_path)?
                 },
             },
         })
@@ -177,13 +209,18 @@ impl Seccomp {
 
     /// Why the profile cannot be used, in the suite's words.
     pub(crate) fn check(&self) -> Result<(), String> {
-        match self {
-            Seccomp::Localhost(path) if !path.starts_with('/') && !is_inner_path(path) => {
-                Err(format!(
-                    "seccomp: localhost `{path}` must be absolute or stay inside the case's host directory"
-                ))
-            }
-            _ => Ok(()),
+        let file = match self {
+            Seccomp::Localhost(path) => path.as_str(),
+            Seccomp::ProfilePath(path) if PROFILE_NAMES.contains(&path.as_str()) => return Ok(()),
+            Seccomp::ProfilePath(path) => path.strip_prefix("localhost/").unwrap_or(path),
+            Seccomp::Unconfined | Seccomp::RuntimeDefault => return Ok(()),
+        };
+        if file.starts_with('/') || is_inner_path(file) {
+            Ok(())
+        } else {
+            Err(format!(
+                "seccomp: `{file}` must be absolute or stay inside the case's host directory"
+            ))
         }
     }
 }
@@ -213,6 +250,8 @@ impl Namespace {
 impl Security {
     /// The CRI security context: network and IPC from the sandbox's `namespaces`, PID from
     /// them too unless the case names one; `host_path` makes a relative seccomp path absolute.
+    // The deprecated seccomp path is set on purpose: critest's specs still speak it.
+    #[allow(deprecated)]
     pub(crate) fn to_cri(
         &self,
         namespaces: v1::NamespaceOption,
@@ -227,6 +266,12 @@ impl Security {
             drop_capabilities: self.capabilities.drop.clone(),
             ..Default::default()
         });
+        let seccomp = self
+            .seccomp
+            .as_ref()
+            .map(|s| s.to_cri(host_path))
+            .transpose()?
+            .unwrap_or_default();
         Ok(v1::LinuxContainerSecurityContext {
             capabilities,
             privileged: self.privileged,
@@ -239,7 +284,8 @@ impl Security {
             no_new_privs: self.no_new_privs,
             masked_paths: self.masked_paths.clone(),
             readonly_paths: self.readonly_paths.clone(),
-            seccomp: self.seccomp.as_ref().map(|s| s.to_cri(host_path)).transpose()?,
+            seccomp: seccomp.profile,
+            seccomp_profile_path: seccomp.path,
             ..Default::default()
         })
     }
@@ -569,6 +615,20 @@ mod tests {
     }
 
     #[rstest]
+    #[case::a_name_as_written("docker/default", "docker/default")]
+    #[case::relative_localhost("localhost/p.json", "localhost//case/p.json")]
+    #[case::absolute_localhost("localhost//etc/p.json", "localhost//etc/p.json")]
+    #[case::a_bare_relative_path("p.json", "/case/p.json")]
+    fn a_profile_path_goes_in_the_deprecated_field_alone(#[case] path: &str, #[case] sent: &str) {
+        let context = security(&format!("{{seccomp: {{profile_path: {path}}}}}"));
+        // The deprecated field is the point of this test.
+        #[allow(deprecated)]
+        let path = &context.seccomp_profile_path;
+        assert_eq!(path, sent);
+        assert_eq!(context.seccomp, None);
+    }
+
+    #[rstest]
     #[case::default_follows_the_sandbox(None, v1::NamespaceMode::Node)]
     #[case::pod(Some("pod"), v1::NamespaceMode::Pod)]
     #[case::container(Some("container"), v1::NamespaceMode::Container)]
@@ -599,6 +659,10 @@ mod tests {
     #[case::relative_masked_path("{masked_paths: [etc/group]}", "security.masked_paths")]
     #[case::relative_readonly_path("{readonly_paths: [tmp]}", "security.readonly_paths")]
     #[case::localhost_outside_the_case_dir("{seccomp: {localhost: ../x.json}}", "seccomp")]
+    #[case::profile_path_outside_the_case_dir(
+        "{seccomp: {profile_path: localhost/../x.json}}",
+        "seccomp"
+    )]
     fn a_bad_security_path_is_refused_by_the_loader(#[case] yaml: &str, #[case] field: &str) {
         let step: CreateContainer =
             serde_saphyr::from_str(&format!("{{as: app, sandbox: sb, security: {yaml}}}")).unwrap();

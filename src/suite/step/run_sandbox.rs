@@ -204,11 +204,19 @@ impl RunSandbox {
     }
 
     /// The CRI pod security context; `host_path` makes a relative seccomp path absolute.
+    // The deprecated seccomp path is set on purpose: critest's specs still speak it.
+    #[allow(deprecated)]
     pub(crate) fn security_context(
         &self,
         host_path: impl FnOnce(&str) -> Result<String, StepError>,
     ) -> Result<v1::LinuxSandboxSecurityContext, StepError> {
         let security = &self.security;
+        let seccomp = security
+            .seccomp
+            .as_ref()
+            .map(|s| s.to_cri(host_path))
+            .transpose()?
+            .unwrap_or_default();
         Ok(v1::LinuxSandboxSecurityContext {
             namespace_options: Some(self.namespaces()),
             run_as_user: security.run_as_user.map(|value| v1::Int64Value { value }),
@@ -216,11 +224,8 @@ impl RunSandbox {
             supplemental_groups: security.supplemental_groups.clone(),
             readonly_rootfs: security.readonly_rootfs,
             privileged: security.privileged,
-            seccomp: security
-                .seccomp
-                .as_ref()
-                .map(|s| s.to_cri(host_path))
-                .transpose()?,
+            seccomp: seccomp.profile,
+            seccomp_profile_path: seccomp.path,
             ..Default::default()
         })
     }
