@@ -1,11 +1,12 @@
 //! `create_container`: a container in one of the case's sandboxes (not started), labelled as
-//! its pod's (or another pod's, or none) and running the image's long-lived test command.
+//! its pod's (or another pod's, or none) and running the image's long-lived test command,
+//! with the security context (user, groups, capabilities, seccomp, namespaces) a case asks for.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{busybox, is_busybox, is_default, Kind, Scope, StepDef};
+use super::{busybox, check_call, is_busybox, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::images;
 use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
@@ -14,7 +15,7 @@ use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`"
+    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `security`, `expect`"
 )]
 pub struct CreateContainer {
     /// Container alias.
@@ -60,6 +61,234 @@ pub struct CreateContainer {
     /// one: `NAME/ATTEMPT.log`, the kubelet's layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_path: Option<String>,
+    /// Its Linux security context (default: the runtime's defaults, the pod's namespaces).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub security: Security,
+    /// How CreateContainer must answer (default: it succeeds).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: CreateExpect,
+}
+
+/// What `create_container` checks of the CreateContainer answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a `create_container` expectation: `error`")]
+pub struct CreateExpect {
+    /// CreateContainer fails like this (code and text); the alias then names no container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorExpect>,
+}
+
+/// A container's Linux security context, as the kubelet fills `LinuxContainerSecurityContext`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `security` context: `run_as_user`, `run_as_username`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `capabilities`, `no_new_privs`, `masked_paths`, `readonly_paths`, `seccomp`, `pid`"
+)]
+pub struct Security {
+    /// The UID to run as (default: the image's user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+    /// The user name to run as, resolved in the image's /etc/passwd.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_as_username: String,
+    /// The GID to run as; the kubelet sets it only with a user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_group: Option<i64>,
+    /// Groups added to the process's groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supplemental_groups: Vec<i64>,
+    /// Mount the root filesystem read-only.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub readonly_rootfs: bool,
+    /// Run privileged (the sandbox must be privileged too).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub privileged: bool,
+    /// Capabilities added to and dropped from the runtime's default set.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub capabilities: Capabilities,
+    /// Set no_new_privs: exec cannot gain privileges (setuid bits, file capabilities).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub no_new_privs: bool,
+    /// Paths masked in the container (default: the runtime's list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masked_paths: Vec<String>,
+    /// Paths made read-only in the container (default: the runtime's list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readonly_paths: Vec<String>,
+    /// The seccomp profile (default: none sent, which CRI v1 reads as unconfined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<Seccomp>,
+    /// The PID namespace (default: the sandbox's, as the kubelet derives it from the pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<Namespace>,
+}
+
+/// Capabilities by their names without `CAP_` (`NET_ADMIN`), or `ALL`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "`capabilities`: `add`, `drop`")]
+pub struct Capabilities {
+    /// Capabilities to add.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+    /// Capabilities to drop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop: Vec<String>,
+}
+
+/// A seccomp profile, as CRI v1's `SecurityProfile` names it, or as the deprecated
+/// `seccomp_profile_path` string critest's specs still send.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Seccomp {
+    /// No filter.
+    Unconfined,
+    /// The runtime's default profile.
+    RuntimeDefault,
+    /// A profile file on the host: relative paths are under the case's host directory (see
+    /// `make_host_path`), absolute ones are taken as they are.
+    Localhost(String),
+    /// The deprecated `seccomp_profile_path`, with the v1 field left unset: `unconfined`,
+    /// `runtime/default`, `docker/default` as written; `localhost/PATH` or a bare PATH with a
+    /// relative PATH made absolute under the case's host directory (a bare path is what a
+    /// runtime must refuse).
+    ProfilePath(String),
+}
+
+/// What a seccomp choice puts in a CRI security context.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct CriSeccomp {
+    /// The v1 `seccomp` field.
+    pub(crate) profile: Option<v1::SecurityProfile>,
+    /// The deprecated `seccomp_profile_path`.
+    pub(crate) path: String,
+}
+
+/// The deprecated path's names that are not files.
+const PROFILE_NAMES: [&str; 3] = ["unconfined", "runtime/default", "docker/default"];
+
+impl Seccomp {
+    /// The CRI fields; `host_path` makes a relative path absolute.
+    pub(crate) fn to_cri(
+        &self,
+        host_path: impl FnOnce(&str) -> Result<String, StepError>,
+    ) -> Result<CriSeccomp, StepError> {
+        use v1::security_profile::ProfileType;
+        fn absolute(
+            path: &str,
+            host_path: impl FnOnce(&str) -> Result<String, StepError>,
+        ) -> Result<String, StepError> {
+            if path.starts_with('/') {
+                Ok(path.to_owned())
+            } else {
+                host_path(path)
+            }
+        }
+        let profile = |profile_type: ProfileType, localhost_ref: String| CriSeccomp {
+            profile: Some(v1::SecurityProfile {
+                profile_type: profile_type as i32,
+                localhost_ref,
+            }),
+            path: String::new(),
+        };
+        Ok(match self {
+            Seccomp::Unconfined => profile(ProfileType::Unconfined, String::new()),
+            Seccomp::RuntimeDefault => profile(ProfileType::RuntimeDefault, String::new()),
+            Seccomp::Localhost(path) => profile(ProfileType::Localhost, absolute(path, host_path)?),
+            Seccomp::ProfilePath(path) => CriSeccomp {
+                profile: None,
+                path: if PROFILE_NAMES.contains(&path.as_str()) {
+                    path.clone()
+                } else if let Some(file) = path.strip_prefix("localhost/") {
+                    format!("localhost/{}", absolute(file, host_path)?)
+                } else {
+                    absolute(path, host_path)?
+                },
+            },
+        })
+    }
+
+    /// Why the profile cannot be used, in the suite's words.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let file = match self {
+            Seccomp::Localhost(path) => path.as_str(),
+            Seccomp::ProfilePath(path) if PROFILE_NAMES.contains(&path.as_str()) => return Ok(()),
+            Seccomp::ProfilePath(path) => path.strip_prefix("localhost/").unwrap_or(path),
+            Seccomp::Unconfined | Seccomp::RuntimeDefault => return Ok(()),
+        };
+        if file.starts_with('/') || is_inner_path(file) {
+            Ok(())
+        } else {
+            Err(format!(
+                "seccomp: `{file}` must be absolute or stay inside the case's host directory"
+            ))
+        }
+    }
+}
+
+/// A namespace's mode, as CRI's `NamespaceMode` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Namespace {
+    /// The pod's namespace, shared by its containers.
+    Pod,
+    /// The container's own.
+    Container,
+    /// The node's.
+    Node,
+}
+
+impl Namespace {
+    fn to_cri(self) -> v1::NamespaceMode {
+        match self {
+            Namespace::Pod => v1::NamespaceMode::Pod,
+            Namespace::Container => v1::NamespaceMode::Container,
+            Namespace::Node => v1::NamespaceMode::Node,
+        }
+    }
+}
+
+impl Security {
+    /// The CRI security context: network and IPC from the sandbox's `namespaces`, PID from
+    /// them too unless the case names one; `host_path` makes a relative seccomp path absolute.
+    // The deprecated seccomp path is set on purpose: critest's specs still speak it.
+    #[allow(deprecated)]
+    pub(crate) fn to_cri(
+        &self,
+        namespaces: v1::NamespaceOption,
+        host_path: impl FnOnce(&str) -> Result<String, StepError>,
+    ) -> Result<v1::LinuxContainerSecurityContext, StepError> {
+        let mut namespaces = namespaces;
+        if let Some(pid) = self.pid {
+            namespaces.pid = pid.to_cri() as i32;
+        }
+        let capabilities = (!is_default(&self.capabilities)).then(|| v1::Capability {
+            add_capabilities: self.capabilities.add.clone(),
+            drop_capabilities: self.capabilities.drop.clone(),
+            ..Default::default()
+        });
+        let seccomp = self
+            .seccomp
+            .as_ref()
+            .map(|s| s.to_cri(host_path))
+            .transpose()?
+            .unwrap_or_default();
+        Ok(v1::LinuxContainerSecurityContext {
+            capabilities,
+            privileged: self.privileged,
+            namespace_options: Some(namespaces),
+            run_as_user: self.run_as_user.map(|value| v1::Int64Value { value }),
+            run_as_group: self.run_as_group.map(|value| v1::Int64Value { value }),
+            run_as_username: self.run_as_username.clone(),
+            readonly_rootfs: self.readonly_rootfs,
+            supplemental_groups: self.supplemental_groups.clone(),
+            no_new_privs: self.no_new_privs,
+            masked_paths: self.masked_paths.clone(),
+            readonly_paths: self.readonly_paths.clone(),
+            seccomp: seccomp.profile,
+            seccomp_profile_path: seccomp.path,
+            ..Default::default()
+        })
+    }
 }
 
 /// A bind mount from the host into a container.
@@ -123,6 +352,8 @@ impl CreateContainer {
             working_dir: String::new(),
             mounts: Vec::new(),
             log_path: None,
+            security: Security::default(),
+            expect: CreateExpect::default(),
         }
     }
 }
@@ -162,6 +393,18 @@ impl StepDef for CreateContainer {
                 "log_path `{path}` must stay inside the sandbox's log directory"
             ));
         }
+        if let Some(seccomp) = &self.security.seccomp {
+            seccomp.check()?;
+        }
+        for (field, paths) in [
+            ("masked_paths", &self.security.masked_paths),
+            ("readonly_paths", &self.security.readonly_paths),
+        ] {
+            if let Some(path) = paths.iter().find(|p| !p.starts_with('/')) {
+                return Err(format!("security.{field}: `{path}` must be absolute"));
+            }
+        }
+        scope.error(self.expect.error.as_ref())?;
         scope.pod_labels(self.pod_labels.as_deref())?;
         scope.define_container(&self.alias)
     }
@@ -212,6 +455,18 @@ impl StepDef for CreateContainer {
                 })?;
             }
         }
+        // A container joins its sandbox's namespaces; a seeded sandbox has no config to read
+        // them from, so they follow from its network alone.
+        let namespaces = sandbox
+            .config
+            .linux
+            .as_ref()
+            .and_then(|linux| linux.security_context.as_ref())
+            .and_then(|context| context.namespace_options.clone())
+            .unwrap_or_else(|| namespace_options(sandbox.host_network));
+        let security = self.security.to_cri(namespaces, |path| {
+            Ok(world.host_path(path)?.display().to_string())
+        })?;
         let config = v1::ContainerConfig {
             metadata: Some(v1::ContainerMetadata {
                 name: name.clone(),
@@ -237,18 +492,19 @@ impl StepDef for CreateContainer {
             labels: container_labels,
             annotations: self.annotations.clone(),
             linux: Some(v1::LinuxContainerConfig {
-                security_context: Some(v1::LinuxContainerSecurityContext {
-                    namespace_options: Some(namespace_options(sandbox.host_network)),
-                    ..Default::default()
-                }),
+                security_context: Some(security),
                 ..Default::default()
             }),
             ..Default::default()
         };
-        let id = world
+        let result = world
             .runtime
             .create_container(&sandbox.id, config, sandbox.config)
-            .await?;
+            .await;
+        // The runner redacts the failure message.
+        let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
+            return Ok(());
+        };
         world.recorder.redactor.container(&id, &self.alias);
         world.aliases.containers.push(ContainerRef {
             alias: self.alias.clone(),
@@ -262,5 +518,168 @@ impl StepDef for CreateContainer {
                 .map(|(dir, file)| dir.join(file)),
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    fn security(yaml: &str) -> v1::LinuxContainerSecurityContext {
+        let step: CreateContainer = serde_saphyr::from_str(&format!(
+            "{{as: app, sandbox: sb, security: {yaml}}}"
+        ))
+        .unwrap();
+        step.security
+            .to_cri(namespace_options(false), |path| Ok(format!("/case/{path}")))
+            .unwrap()
+    }
+
+    fn profile(kind: v1::security_profile::ProfileType, path: &str) -> Option<v1::SecurityProfile> {
+        Some(v1::SecurityProfile {
+            profile_type: kind as i32,
+            localhost_ref: path.to_owned(),
+        })
+    }
+
+    #[test]
+    fn an_empty_security_map_sends_the_pods_namespaces_and_nothing_else() {
+        let context = security("{}");
+        assert_eq!(
+            context,
+            v1::LinuxContainerSecurityContext {
+                namespace_options: Some(namespace_options(false)),
+                ..Default::default()
+            }
+        );
+        // No seccomp field at all: CRI reads an absent profile as unconfined, a default one
+        // as RuntimeDefault.
+        assert_eq!(context.seccomp, None);
+    }
+
+    #[test]
+    fn ids_and_groups_map_to_their_cri_fields() {
+        let context = security(
+            "{run_as_user: 1001, run_as_group: 1002, run_as_username: nobody, supplemental_groups: [1234, 5678]}",
+        );
+        assert_eq!(context.run_as_user, Some(v1::Int64Value { value: 1001 }));
+        assert_eq!(context.run_as_group, Some(v1::Int64Value { value: 1002 }));
+        assert_eq!(context.run_as_username, "nobody");
+        assert_eq!(context.supplemental_groups, vec![1234, 5678]);
+    }
+
+    #[test]
+    fn uid_zero_is_sent_as_a_value_not_left_out() {
+        assert_eq!(
+            security("{run_as_user: 0}").run_as_user,
+            Some(v1::Int64Value { value: 0 })
+        );
+        assert_eq!(security("{}").run_as_user, None);
+    }
+
+    #[test]
+    fn flags_paths_and_capabilities_map_to_their_cri_fields() {
+        let context = security(
+            "{readonly_rootfs: true, privileged: true, no_new_privs: true, masked_paths: [/etc/group], readonly_paths: [/tmp], capabilities: {add: [NET_ADMIN], drop: [ALL]}}",
+        );
+        assert!(context.readonly_rootfs && context.privileged && context.no_new_privs);
+        assert_eq!(context.masked_paths, vec!["/etc/group"]);
+        assert_eq!(context.readonly_paths, vec!["/tmp"]);
+        let caps = context.capabilities.unwrap();
+        assert_eq!(caps.add_capabilities, vec!["NET_ADMIN"]);
+        assert_eq!(caps.drop_capabilities, vec!["ALL"]);
+    }
+
+    #[rstest]
+    #[case::unconfined("unconfined", profile(v1::security_profile::ProfileType::Unconfined, ""))]
+    #[case::runtime_default(
+        "runtime_default",
+        profile(v1::security_profile::ProfileType::RuntimeDefault, "")
+    )]
+    #[case::relative_localhost_is_under_the_case_dir(
+        "{localhost: profiles/block.json}",
+        profile(v1::security_profile::ProfileType::Localhost, "/case/profiles/block.json")
+    )]
+    #[case::absolute_localhost_is_kept(
+        "{localhost: /etc/block.json}",
+        profile(v1::security_profile::ProfileType::Localhost, "/etc/block.json")
+    )]
+    fn seccomp_maps_to_the_v1_security_profile(
+        #[case] yaml: &str,
+        #[case] expected: Option<v1::SecurityProfile>,
+    ) {
+        let context = security(&format!("{{seccomp: {yaml}}}"));
+        assert_eq!(context.seccomp, expected);
+    }
+
+    #[rstest]
+    #[case::a_name_as_written("docker/default", "docker/default")]
+    #[case::relative_localhost("localhost/p.json", "localhost//case/p.json")]
+    #[case::absolute_localhost("localhost//etc/p.json", "localhost//etc/p.json")]
+    #[case::a_bare_relative_path("p.json", "/case/p.json")]
+    fn a_profile_path_goes_in_the_deprecated_field_alone(#[case] path: &str, #[case] sent: &str) {
+        let context = security(&format!("{{seccomp: {{profile_path: {path}}}}}"));
+        // The deprecated field is the point of this test.
+        #[allow(deprecated)]
+        let path = &context.seccomp_profile_path;
+        assert_eq!(path, sent);
+        assert_eq!(context.seccomp, None);
+    }
+
+    #[rstest]
+    #[case::default_follows_the_sandbox(None, v1::NamespaceMode::Node)]
+    #[case::pod(Some("pod"), v1::NamespaceMode::Pod)]
+    #[case::container(Some("container"), v1::NamespaceMode::Container)]
+    #[case::node(Some("node"), v1::NamespaceMode::Node)]
+    fn pid_is_the_sandboxs_unless_named(
+        #[case] pid: Option<&str>,
+        #[case] expected: v1::NamespaceMode,
+    ) {
+        let yaml = pid.map_or("{}".to_owned(), |p| format!("{{pid: {p}}}"));
+        let step: CreateContainer =
+            serde_saphyr::from_str(&format!("{{as: app, sandbox: sb, security: {yaml}}}")).unwrap();
+        let sandbox = v1::NamespaceOption {
+            pid: v1::NamespaceMode::Node as i32,
+            ..namespace_options(true)
+        };
+        let namespaces = step
+            .security
+            .to_cri(sandbox, |_| unreachable!("no seccomp path"))
+            .unwrap()
+            .namespace_options
+            .unwrap();
+        assert_eq!(namespaces.pid, expected as i32);
+        assert_eq!(namespaces.network, v1::NamespaceMode::Node as i32);
+        assert_eq!(namespaces.ipc, v1::NamespaceMode::Pod as i32);
+    }
+
+    #[rstest]
+    #[case::relative_masked_path("{masked_paths: [etc/group]}", "security.masked_paths")]
+    #[case::relative_readonly_path("{readonly_paths: [tmp]}", "security.readonly_paths")]
+    #[case::localhost_outside_the_case_dir("{seccomp: {localhost: ../x.json}}", "seccomp")]
+    #[case::profile_path_outside_the_case_dir(
+        "{seccomp: {profile_path: localhost/../x.json}}",
+        "seccomp"
+    )]
+    fn a_bad_security_path_is_refused_by_the_loader(#[case] yaml: &str, #[case] field: &str) {
+        let step: CreateContainer =
+            serde_saphyr::from_str(&format!("{{as: app, sandbox: sb, security: {yaml}}}")).unwrap();
+        let mut scope = Scope::default();
+        scope.define_sandbox("sb").unwrap();
+        let err = step.check(&mut scope).unwrap_err();
+        assert!(err.starts_with(field), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_security_field_lists_the_valid_ones() {
+        let err = serde_saphyr::from_str::<CreateContainer>(
+            "{as: app, sandbox: sb, security: {run_as_uid: 1}}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown field `run_as_uid`"), "{err}");
+        assert!(err.contains("run_as_user, run_as_username"), "{err}");
     }
 }

@@ -440,7 +440,7 @@ pub fn reference() -> String {
         ));
     }
     out.push_str("\n| block | where | fields |\n|---|---|---|\n");
-    let blocks: [(&str, &str, &[&str]); 7] = [
+    let blocks: [(&str, &str, &[&str]); 12] = [
         (
             "pod identity",
             "a case's `pods: {ALIAS: ...}`",
@@ -471,6 +471,31 @@ pub fn reference() -> String {
             "sync result",
             "`kill_pod` `expect: {results: [...]}`",
             fields_of::<SyncResultExpect>(),
+        ),
+        (
+            "container security",
+            "`create_container` `security:`",
+            fields_of::<create_container::Security>(),
+        ),
+        (
+            "mount",
+            "`create_container` `mounts: [...]`",
+            fields_of::<create_container::Mount>(),
+        ),
+        (
+            "pod security",
+            "`run_sandbox` `security:`",
+            fields_of::<run_sandbox::PodSecurity>(),
+        ),
+        (
+            "dns",
+            "`run_sandbox` `dns:`",
+            fields_of::<run_sandbox::Dns>(),
+        ),
+        (
+            "port",
+            "`run_sandbox` `ports: [...]`",
+            fields_of::<run_sandbox::Port>(),
         ),
     ];
     for (block, place, fields) in blocks {

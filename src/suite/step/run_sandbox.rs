@@ -1,10 +1,12 @@
 //! `run_sandbox`: creates and starts a pod sandbox for a pod alias, labelled for cleanup, with
-//! the namespaces the kubelet asks for; the IPs it reports name `<ip:ALIAS>` from then on.
+//! the namespaces and the pod-level security context the kubelet asks for; the IPs it reports
+//! name `<ip:ALIAS>` from then on.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::create_container::Seccomp;
 use super::{is_default, is_true, yes, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::world::{World, SandboxRef, StepError};
@@ -13,7 +15,7 @@ use crate::world::{World, SandboxRef, StepError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `cgroup_parent`"
+    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `host_pid`, `host_ipc`, `share_pid`, `security`, `cgroup_parent`"
 )]
 pub struct RunSandbox {
     /// Sandbox alias, used by later steps and in snapshots.
@@ -52,10 +54,49 @@ pub struct RunSandbox {
     /// kubelet does, so its containers' logs can be read back.
     #[serde(default, skip_serializing_if = "is_default")]
     pub log_directory: bool,
+    /// Share the node's PID namespace (the pod's `hostPID`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub host_pid: bool,
+    /// Share the node's IPC namespace (the pod's `hostIPC`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub host_ipc: bool,
+    /// One PID namespace for the pod's containers (the pod's `shareProcessNamespace`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub share_pid: bool,
+    /// The pod-level Linux security context.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub security: PodSecurity,
     /// Give the sandbox a cgroup parent of its own, as the kubelet always does (containerd
     /// needs one to answer PodSandboxStats); the runner removes it with the case.
     #[serde(default, skip_serializing_if = "is_default")]
     pub cgroup_parent: bool,
+}
+
+/// A pod's Linux security context, as the kubelet fills `LinuxSandboxSecurityContext`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a pod `security` context: `run_as_user`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `seccomp`"
+)]
+pub struct PodSecurity {
+    /// The UID of the sandbox's process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+    /// The GID of the sandbox's process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_group: Option<i64>,
+    /// Groups for the sandbox's process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supplemental_groups: Vec<i64>,
+    /// The sandbox's root filesystem read-only.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub readonly_rootfs: bool,
+    /// A privileged pod: the runtime lets only such a pod hold privileged containers.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub privileged: bool,
+    /// The sandbox's seccomp profile (default: none sent, unconfined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<Seccomp>,
 }
 
 /// A pod's DNS config.
@@ -136,7 +177,62 @@ impl RunSandbox {
             sysctls: BTreeMap::new(),
             log_directory: false,
             cgroup_parent: false,
+            host_pid: false,
+            host_ipc: false,
+            share_pid: false,
+            security: PodSecurity::default(),
         }
+    }
+}
+
+impl RunSandbox {
+    /// The kubelet's namespace options for this pod: network and IPC the node's or the pod's,
+    /// PID the node's, the pod's or each container's own.
+    pub(crate) fn namespaces(&self) -> v1::NamespaceOption {
+        let mode = |node: bool| {
+            if node {
+                v1::NamespaceMode::Node
+            } else {
+                v1::NamespaceMode::Pod
+            }
+        };
+        let pid = match (self.host_pid, self.share_pid) {
+            (true, _) => v1::NamespaceMode::Node,
+            (false, true) => v1::NamespaceMode::Pod,
+            (false, false) => v1::NamespaceMode::Container,
+        };
+        v1::NamespaceOption {
+            ipc: mode(self.host_ipc) as i32,
+            pid: pid as i32,
+            ..namespace_options(self.host_network)
+        }
+    }
+
+    /// The CRI pod security context; `host_path` makes a relative seccomp path absolute.
+    // The deprecated seccomp path is set on purpose: critest's specs still speak it.
+    #[allow(deprecated)]
+    pub(crate) fn security_context(
+        &self,
+        host_path: impl FnOnce(&str) -> Result<String, StepError>,
+    ) -> Result<v1::LinuxSandboxSecurityContext, StepError> {
+        let security = &self.security;
+        let seccomp = security
+            .seccomp
+            .as_ref()
+            .map(|s| s.to_cri(host_path))
+            .transpose()?
+            .unwrap_or_default();
+        Ok(v1::LinuxSandboxSecurityContext {
+            namespace_options: Some(self.namespaces()),
+            run_as_user: security.run_as_user.map(|value| v1::Int64Value { value }),
+            run_as_group: security.run_as_group.map(|value| v1::Int64Value { value }),
+            supplemental_groups: security.supplemental_groups.clone(),
+            readonly_rootfs: security.readonly_rootfs,
+            privileged: security.privileged,
+            seccomp: seccomp.profile,
+            seccomp_profile_path: seccomp.path,
+            ..Default::default()
+        })
     }
 }
 
@@ -152,6 +248,15 @@ impl StepDef for RunSandbox {
                 "a host-network pod has the node's hostname; drop `hostname` or `host_network`"
                     .to_owned(),
             );
+        }
+        if self.host_pid && self.share_pid {
+            return Err(
+                "a host-PID pod shares the node's PID namespace; drop `share_pid` or `host_pid`"
+                    .to_owned(),
+            );
+        }
+        if let Some(seccomp) = &self.security.seccomp {
+            seccomp.check()?;
         }
         if let Some(port) = self.ports.iter().find(|p| p.container_port == 0) {
             return Err(format!("ports: container_port 0 (host_port {}) names no port", port.host_port));
@@ -176,6 +281,9 @@ impl StepDef for RunSandbox {
         let labels = world
             .ids
             .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
+        let security_context = self.security_context(|path| {
+            Ok(world.host_path(path)?.display().to_string())
+        })?;
         let config = v1::PodSandboxConfig {
             metadata: Some(v1::PodSandboxMetadata {
                 name: pod.name.clone(),
@@ -216,10 +324,7 @@ impl StepDef for RunSandbox {
                     String::new()
                 },
                 sysctls: self.sysctls.clone(),
-                security_context: Some(v1::LinuxSandboxSecurityContext {
-                    namespace_options: Some(namespace_options(self.host_network)),
-                    ..Default::default()
-                }),
+                security_context: Some(security_context),
                 ..Default::default()
             }),
             ..Default::default()
@@ -244,5 +349,85 @@ impl StepDef for RunSandbox {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    fn sandbox(yaml: &str) -> RunSandbox {
+        serde_saphyr::from_str(&format!("{{as: sb, pod: web{yaml}}}")).unwrap()
+    }
+
+    #[rstest]
+    #[case::default("", v1::NamespaceMode::Pod, v1::NamespaceMode::Container, v1::NamespaceMode::Pod)]
+    #[case::host_network(", host_network: true", v1::NamespaceMode::Node, v1::NamespaceMode::Container, v1::NamespaceMode::Pod)]
+    #[case::host_pid(", host_pid: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Node, v1::NamespaceMode::Pod)]
+    #[case::share_pid(", share_pid: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Pod)]
+    #[case::host_ipc(", host_ipc: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Container, v1::NamespaceMode::Node)]
+    fn namespaces_follow_the_pods_host_and_share_flags(
+        #[case] yaml: &str,
+        #[case] network: v1::NamespaceMode,
+        #[case] pid: v1::NamespaceMode,
+        #[case] ipc: v1::NamespaceMode,
+    ) {
+        let namespaces = sandbox(yaml).namespaces();
+        assert_eq!(
+            (namespaces.network, namespaces.pid, namespaces.ipc),
+            (network as i32, pid as i32, ipc as i32)
+        );
+    }
+
+    #[test]
+    fn the_default_namespaces_are_the_ones_the_harness_always_sent() {
+        assert_eq!(sandbox("").namespaces(), namespace_options(false));
+        assert_eq!(
+            sandbox(", host_network: true").namespaces(),
+            namespace_options(true)
+        );
+    }
+
+    #[test]
+    fn the_pod_security_context_maps_to_its_cri_fields() {
+        let context = sandbox(
+            ", security: {run_as_user: 1001, run_as_group: 1002, supplemental_groups: [7], readonly_rootfs: true, privileged: true, seccomp: {localhost: block.json}}",
+        )
+        .security_context(|path| Ok(format!("/case/{path}")))
+        .unwrap();
+        assert_eq!(context.run_as_user, Some(v1::Int64Value { value: 1001 }));
+        assert_eq!(context.run_as_group, Some(v1::Int64Value { value: 1002 }));
+        assert_eq!(context.supplemental_groups, vec![7]);
+        assert!(context.readonly_rootfs && context.privileged);
+        assert_eq!(
+            context.seccomp,
+            Some(v1::SecurityProfile {
+                profile_type: v1::security_profile::ProfileType::Localhost as i32,
+                localhost_ref: "/case/block.json".to_owned(),
+            })
+        );
+    }
+
+    #[test]
+    fn an_empty_pod_security_context_sends_only_namespaces() {
+        let context = sandbox("").security_context(|_| unreachable!()).unwrap();
+        assert_eq!(
+            context,
+            v1::LinuxSandboxSecurityContext {
+                namespace_options: Some(namespace_options(false)),
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
+    fn host_pid_and_share_pid_together_are_refused() {
+        let mut scope = Scope::default();
+        let err = sandbox(", host_pid: true, share_pid: true")
+            .check(&mut scope)
+            .unwrap_err();
+        assert!(err.contains("share_pid"), "{err}");
     }
 }
