@@ -43,7 +43,8 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         snapshots: snapshot::Policy::default(),
         run_id: run_id.clone(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        // Its own host directory: tests of this binary run at once under fixed run ids.
+        work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
     };

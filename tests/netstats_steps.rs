@@ -25,7 +25,8 @@ async fn outcomes(text: &str) -> Vec<CaseOutcome> {
         snapshots: snapshot::Policy::default(),
         run_id: "netstats".to_owned(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        // Its own host directory: tests of this binary run at once under fixed run ids.
+        work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
     };

@@ -51,7 +51,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         },
         run_id: "propreplay".to_owned(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        work_dir: snapshots.path().join("work"),
         online: false,
         pulled_record: None,
     };

@@ -60,7 +60,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         snapshots: snapshot::Policy::default(),
         run_id: "faults".to_owned(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        work_dir: snapshots.join("work"),
         online: false,
         pulled_record: None,
     }

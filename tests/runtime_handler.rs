@@ -40,7 +40,7 @@ fn config(
         snapshots: snapshot::Policy::default(),
         run_id: run_id.to_owned(),
         runtime_handler: handler.to_owned(),
-        work_dir: runner::default_work_dir(),
+        work_dir: snapshots.join("work"),
         online: false,
         pulled_record: None,
     }

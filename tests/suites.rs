@@ -28,7 +28,8 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
         snapshots: snapshot::Policy::default(),
         run_id: "suites".to_owned(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        // Its own host directory: tests of this binary run at once under fixed run ids.
+        work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
     };

@@ -37,7 +37,8 @@ async fn run_once() -> String {
         snapshots: snapshot::Policy::default(),
         run_id: "targeted".to_owned(),
         runtime_handler: String::new(),
-        work_dir: runner::default_work_dir(),
+        // Its own host directory: tests of this binary run at once under fixed run ids.
+        work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
     };
