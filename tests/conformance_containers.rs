@@ -2,10 +2,9 @@
 //! message that names the field, the expected value and the observed one; a suite that asks
 //! for something these steps cannot mean is refused when it loads.
 
-use std::time::Duration;
+mod support;
 
-use cri_harness::cri::ConnectOptions;
-use cri_harness::runner::{self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, Target};
+use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;
 use rstest::rstest;
 
@@ -16,22 +15,8 @@ async fn outcome(steps: &str) -> CaseOutcome {
     );
     let suite = suite::parse("suites/wrong.yaml", &text).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let config = RunConfig {
-        target: Target::Mock,
-        suites: vec![suite],
-        filter: Filter::default(),
-        parallel: 1,
-        case_timeout: Duration::from_secs(60),
-        cleanup_timeout: Duration::from_secs(30),
-        connect: ConnectOptions::default(),
-        snapshot_dir: scratch.path().to_owned(),
-        snapshots: snapshot::Policy::default(),
-        run_id: "wrong".to_owned(),
-        runtime_handler: String::new(),
-        work_dir: scratch.path().join("work"),
-        online: false,
-        pulled_record: None,
-    };
+    let mut config = support::run_config(Target::Mock, vec![suite], "wrong", scratch.path());
+    config.parallel = 1;
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
     assert_eq!(report.cases.len(), 1);

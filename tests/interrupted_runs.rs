@@ -4,54 +4,15 @@
 //! and container of the run, its host directories and every image it pulled that the runtime
 //! did not have. Without the variable the test prints a skip line.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod support;
 
-use cri_harness::cri::{self, labels, ConnectOptions, CriClient, Endpoint};
+use cri_harness::cri::{self, ConnectOptions, Endpoint};
 use rustix::process::{kill_process, Pid, Signal};
 use support::harness;
-
-async fn images(client: &CriClient) -> BTreeSet<String> {
-    client
-        .list_images(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .flat_map(|image| image.repo_tags)
-        .collect()
-}
-
-/// Every sandbox and container carrying `run_id`.
-async fn labelled(client: &CriClient, run_id: &str) -> Vec<String> {
-    let selector = BTreeMap::from([(labels::RUN_ID.to_owned(), run_id.to_owned())]);
-    let sandboxes = client
-        .list_pod_sandbox(Some(cri::v1::PodSandboxFilter {
-            label_selector: selector.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    let containers = client
-        .list_containers(Some(cri::v1::ContainerFilter {
-            label_selector: selector,
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    sandboxes
-        .into_iter()
-        .map(|s| format!("sandbox {}", s.id))
-        .chain(
-            containers
-                .into_iter()
-                .map(|c| format!("container {}", c.id)),
-        )
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_mid_run_removes_every_object_host_directory_and_pulled_image() {
@@ -66,7 +27,7 @@ async fn sigint_mid_run_removes_every_object_host_directory_and_pulled_image() {
     let client = cri::connect(&parsed, &parsed, &ConnectOptions::default())
         .await
         .unwrap();
-    let before = images(&client).await;
+    let before = support::image_tags(&client).await;
     let work = tempfile::tempdir().unwrap();
     let run_id = format!("int{}", std::process::id());
     let mut child = harness()
@@ -113,13 +74,13 @@ async fn sigint_mid_run_removes_every_object_host_directory_and_pulled_image() {
     assert!(output.contains("interrupted"), "{output}");
 
     assert_eq!(
-        labelled(&client, &run_id).await,
+        support::labelled(&client, &run_id).await,
         Vec::<String>::new(),
         "{output}"
     );
     let run_dir = work.path().join(&run_id);
     assert!(!run_dir.exists(), "{} is left: {output}", run_dir.display());
-    let after = images(&client).await;
+    let after = support::image_tags(&client).await;
     let pulled: Vec<&String> = after.difference(&before).collect();
     assert!(
         pulled.is_empty(),

@@ -2,10 +2,9 @@
 //! runner as a suite would run them: each case below must fail, and its message must name the
 //! field and what was seen. The passing paths run in the embedded suites.
 
-use std::time::Duration;
+mod support;
 
-use cri_harness::cri::ConnectOptions;
-use cri_harness::runner::{self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, Target};
+use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;
 use tokio::io::AsyncWriteExt;
 
@@ -13,23 +12,7 @@ use tokio::io::AsyncWriteExt;
 async fn outcomes(text: &str) -> Vec<CaseOutcome> {
     let suite = suite::parse("netstats.yaml", text).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let config = RunConfig {
-        target: Target::Mock,
-        suites: vec![suite],
-        filter: Filter::default(),
-        parallel: 2,
-        case_timeout: Duration::from_secs(60),
-        cleanup_timeout: Duration::from_secs(30),
-        connect: ConnectOptions::default(),
-        snapshot_dir: scratch.path().to_owned(),
-        snapshots: snapshot::Policy::default(),
-        run_id: "netstats".to_owned(),
-        runtime_handler: String::new(),
-        // Its own host directory: tests of this binary run at once under fixed run ids.
-        work_dir: scratch.path().join("work"),
-        online: false,
-        pulled_record: None,
-    };
+    let config = support::run_config(Target::Mock, vec![suite], "netstats", scratch.path());
     let mut report = runner::run(config, Interrupt::new(), None).await;
     report.cases.sort_by_key(|c| c.number);
     report.cases.into_iter().map(|c| c.outcome).collect()

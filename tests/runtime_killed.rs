@@ -6,53 +6,15 @@
 //! variables the test prints a skip line. It kills and restarts the runtime, so it lives alone
 //! in its test binary (cargo runs test binaries one at a time).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod support;
 
-use cri_harness::cri::{self, labels, ConnectOptions, CriClient, Endpoint};
+use cri_harness::cri::{self, ConnectOptions, Endpoint};
 use rustix::process::{kill_process, Pid, Signal};
 use support::harness;
-
-async fn images(client: &CriClient) -> BTreeSet<String> {
-    client
-        .list_images(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .flat_map(|image| image.repo_tags)
-        .collect()
-}
-
-async fn labelled(client: &CriClient, run_id: &str) -> Vec<String> {
-    let selector = BTreeMap::from([(labels::RUN_ID.to_owned(), run_id.to_owned())]);
-    let sandboxes = client
-        .list_pod_sandbox(Some(cri::v1::PodSandboxFilter {
-            label_selector: selector.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    let containers = client
-        .list_containers(Some(cri::v1::ContainerFilter {
-            label_selector: selector,
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    sandboxes
-        .into_iter()
-        .map(|s| format!("sandbox {}", s.id))
-        .chain(
-            containers
-                .into_iter()
-                .map(|c| format!("container {}", c.id)),
-        )
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_killed_mid_run_ends_the_run_and_clean_removes_the_rest() {
@@ -72,7 +34,7 @@ async fn a_runtime_killed_mid_run_ends_the_run_and_clean_removes_the_rest() {
     let client = cri::connect(&parsed, &parsed, &ConnectOptions::default())
         .await
         .unwrap();
-    let before = images(&client).await;
+    let before = support::image_tags(&client).await;
     let work = tempfile::tempdir().unwrap();
     let leases = work.path().join("leases");
     let run_id = format!("kill{}", std::process::id());
@@ -155,11 +117,11 @@ async fn a_runtime_killed_mid_run_ends_the_run_and_clean_removes_the_rest() {
     );
     assert!(clean.status.success(), "{said}\n{output}");
     assert_eq!(
-        labelled(&client, &run_id).await,
+        support::labelled(&client, &run_id).await,
         Vec::<String>::new(),
         "{said}"
     );
-    let after = images(&client).await;
+    let after = support::image_tags(&client).await;
     let pulled: Vec<&String> = after.difference(&before).collect();
     assert!(
         pulled.is_empty(),

@@ -2,12 +2,9 @@
 //! unix socket: every case must pass and its snapshot must match the committed one under
 //! `snapshots/mock/`, the same file `cri-harness run --mock` compares with.
 
-use std::time::Duration;
+mod support;
 
-use cri_harness::cri::ConnectOptions;
-use cri_harness::runner::{
-    self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, SkipWhy, Target,
-};
+use cri_harness::runner::{self, snapshot, CaseOutcome, Interrupt, SkipWhy, Target};
 use cri_harness::suite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,23 +13,7 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     // The runner writes into a scratch tree; insta compares with the committed one.
     let scratch = tempfile::tempdir().unwrap();
-    let config = RunConfig {
-        target: Target::Mock,
-        suites: loaded.suites,
-        filter: Filter::default(),
-        parallel: 2,
-        case_timeout: Duration::from_secs(60),
-        cleanup_timeout: Duration::from_secs(30),
-        connect: ConnectOptions::default(),
-        snapshot_dir: scratch.path().to_owned(),
-        snapshots: snapshot::Policy::default(),
-        run_id: "suites".to_owned(),
-        runtime_handler: String::new(),
-        // Its own host directory: tests of this binary run at once under fixed run ids.
-        work_dir: scratch.path().join("work"),
-        online: false,
-        pulled_record: None,
-    };
+    let config = support::run_config(Target::Mock, loaded.suites, "suites", scratch.path());
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
     assert!(

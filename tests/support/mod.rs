@@ -153,3 +153,70 @@ pub fn harness() -> std::process::Command {
         .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml");
     command
 }
+
+/// A run of `suites` on `target` with what the tests share: 2 cases at once, the default
+/// deadlines, snapshots written under `scratch` and the cases' host files under
+/// `scratch/work` (tests of one binary run at once, so each run needs its own).
+pub fn run_config(
+    target: cri_harness::runner::Target,
+    suites: Vec<cri_harness::suite::Suite>,
+    run_id: &str,
+    scratch: &Path,
+) -> cri_harness::runner::RunConfig {
+    cri_harness::runner::RunConfig {
+        target,
+        suites,
+        filter: cri_harness::runner::Filter::default(),
+        parallel: 2,
+        case_timeout: Duration::from_secs(60),
+        cleanup_timeout: Duration::from_secs(30),
+        connect: ConnectOptions::default(),
+        snapshot_dir: scratch.to_owned(),
+        snapshots: cri_harness::runner::snapshot::Policy::default(),
+        run_id: run_id.to_owned(),
+        runtime_handler: String::new(),
+        work_dir: scratch.join("work"),
+        online: false,
+        pulled_record: None,
+    }
+}
+
+/// Every sandbox and container on the runtime that carries `run_id`'s label, as
+/// `sandbox ID` and `container ID`.
+pub async fn labelled(client: &CriClient, run_id: &str) -> Vec<String> {
+    let selector = BTreeMap::from([(cri::labels::RUN_ID.to_owned(), run_id.to_owned())]);
+    let sandboxes = client
+        .list_pod_sandbox(Some(v1::PodSandboxFilter {
+            label_selector: selector.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    let containers = client
+        .list_containers(Some(v1::ContainerFilter {
+            label_selector: selector,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    sandboxes
+        .into_iter()
+        .map(|s| format!("sandbox {}", s.id))
+        .chain(
+            containers
+                .into_iter()
+                .map(|c| format!("container {}", c.id)),
+        )
+        .collect()
+}
+
+/// Every repo tag of every image the runtime holds.
+pub async fn image_tags(client: &CriClient) -> std::collections::BTreeSet<String> {
+    client
+        .list_images(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|image| image.repo_tags)
+        .collect()
+}
