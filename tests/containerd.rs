@@ -4,11 +4,11 @@
 //! snapshots must match the committed ones for that runtime, and nothing may be left behind.
 //! Without the variable the test prints a visible skip line and checks nothing.
 
-use std::collections::BTreeMap;
+mod support;
 use std::io::Write as _;
 use std::time::Duration;
 
-use cri_harness::cri::{self, labels, ConnectOptions, Endpoint};
+use cri_harness::cri::{self, ConnectOptions, Endpoint};
 use cri_harness::runner::{
     self, snapshot, CaseOutcome, Filter, Interrupt, RunConfig, SkipWhy, Target,
 };
@@ -100,21 +100,6 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
     let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
         .await
         .unwrap();
-    let selector = BTreeMap::from([(labels::RUN_ID.to_owned(), run_id)]);
-    let sandboxes = client
-        .list_pod_sandbox(Some(cri::v1::PodSandboxFilter {
-            label_selector: selector.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    let containers = client
-        .list_containers(Some(cri::v1::ContainerFilter {
-            label_selector: selector,
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    assert!(sandboxes.is_empty(), "left sandboxes: {sandboxes:?}");
-    assert!(containers.is_empty(), "left containers: {containers:?}");
+    let left = support::labelled(&client, &run_id).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

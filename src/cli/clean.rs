@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use super::common::{EndpointArgs, LeaseDirArg};
 use crate::runner::cleanup::{self, LeaseState, Selector};
+use crate::runner::host;
 use crate::world::pulled;
 
 /// Arguments of `cri-harness clean`.
@@ -55,6 +56,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("error: {error}");
         }
         removed += removal.removed.len();
+        if let Some(run_id) = &selector.run_id {
+            if let Err(err) = host::remove_run_cgroups(run_id) {
+                eprintln!("error: {err}");
+            }
+        }
         left.extend(
             cleanup::remaining(&client, selector)
                 .await?

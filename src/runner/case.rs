@@ -54,6 +54,11 @@ impl<'a> CaseRun<'a> {
         self.world.snapshot_body()
     }
 
+    /// The cgroup parents the case's sandboxes asked for.
+    pub(crate) fn cgroup_parents(&self) -> &[String] {
+        self.world.cgroup_parents()
+    }
+
     /// Redacts text for messages.
     pub(crate) fn redact(&self, text: &str) -> String {
         self.world.redact(text)

@@ -2,6 +2,7 @@
 //! directory (log directories, volumes) and the cgroup parents its sandboxes asked for, which
 //! runc leaves behind once their containers are gone.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Removes a case's host directory, and its run's directory once empty; says what is left.
@@ -41,24 +42,20 @@ fn cgroup_mounts() -> Vec<PathBuf> {
         .collect()
 }
 
-/// Removes, in every cgroup hierarchy, the top-level cgroups named `PREFIX-*` (a case's
-/// sandboxes' parents; see `World::cgroup_parent`), children first. A cgroup that still holds
-/// a process cannot go and is reported.
-pub fn remove_cgroups(prefix: &str) -> Result<(), String> {
-    let wanted = format!("{prefix}-");
+/// Removes, in every cgroup hierarchy, the cgroup parents a case's sandboxes asked for (see
+/// `World::cgroup_parent`), children first. Nothing is read when the case asked for none. A
+/// cgroup that still holds a process cannot go and is reported.
+pub fn remove_cgroups(parents: &[String]) -> Result<(), String> {
+    if parents.is_empty() {
+        return Ok(());
+    }
     let mut left = Vec::new();
     for mount in cgroup_mounts() {
-        let Ok(entries) = std::fs::read_dir(&mount) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let ours = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.starts_with(&wanted));
-            if ours && entry.path().is_dir() {
-                if let Err(err) = remove_cgroup(&entry.path()) {
-                    left.push(format!("{}: {err}", entry.path().display()));
+        for parent in parents {
+            let dir = mount.join(parent.trim_start_matches('/'));
+            if dir.is_dir() {
+                if let Err(err) = remove_cgroup(&dir) {
+                    left.push(format!("{}: {err}", dir.display()));
                 }
             }
         }
@@ -68,6 +65,24 @@ pub fn remove_cgroups(prefix: &str) -> Result<(), String> {
     } else {
         Err(format!("cleanup left cgroups: {}", left.join("; ")))
     }
+}
+
+/// Removes every cgroup parent of run `run_id`'s cases (the top-level cgroups named
+/// after the run's case namespaces), for `clean`: a case whose sandbox the runtime would not remove could not
+/// remove its cgroup either.
+pub fn remove_run_cgroups(run_id: &str) -> Result<(), String> {
+    let prefix = crate::world::namespace_prefix(run_id);
+    let mut parents = BTreeSet::new();
+    for mount in cgroup_mounts() {
+        let Ok(entries) = std::fs::read_dir(&mount) else {
+            continue;
+        };
+        parents.extend(entries.filter_map(Result::ok).filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            name.starts_with(&prefix).then(|| format!("/{name}"))
+        }));
+    }
+    remove_cgroups(&parents.into_iter().collect::<Vec<_>>())
 }
 
 /// Removes a cgroup and its child cgroups (a cgroup's files go with its directory).
@@ -100,7 +115,8 @@ mod tests {
     }
 
     #[test]
-    fn no_cgroup_of_an_unknown_case_is_touched() {
-        assert_eq!(remove_cgroups("crih-nosuchrun-0"), Ok(()));
+    fn a_case_without_cgroup_parents_touches_no_cgroup() {
+        assert_eq!(remove_cgroups(&[]), Ok(()));
+        assert_eq!(remove_cgroups(&["/crih-nosuchrun-0-sb".to_owned()]), Ok(()));
     }
 }

@@ -705,7 +705,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     if let Err(message) = host::remove_host_dir(&env_dir) {
         failures.push(message);
     }
-    if let Err(message) = host::remove_cgroups(&case::namespace(&config.run_id, number)) {
+    if let Err(message) = host::remove_cgroups(run.cgroup_parents()) {
         failures.push(message);
     }
     if let Some(need) = lacks.filter(|_| failures.len() == 1) {

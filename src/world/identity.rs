@@ -19,9 +19,14 @@ pub fn pod_uid(run_id: &str, case_no: usize, pod: &str) -> String {
     }
 }
 
+/// What every case namespace of run `run_id` starts with.
+pub fn namespace_prefix(run_id: &str) -> String {
+    format!("crih-{run_id}-")
+}
+
 /// The namespace of a case.
 pub fn namespace(run_id: &str, case_no: usize) -> String {
-    format!("crih-{run_id}-{case_no}")
+    format!("{}{case_no}", namespace_prefix(run_id))
 }
 
 /// A pod identity a case fixes, as the kubelet's test fixtures do (`uid: "12345678"`, `name:

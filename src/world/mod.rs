@@ -20,7 +20,7 @@ use tonic::transport::Channel;
 
 pub use aliases::{ContainerRef, SandboxRef};
 pub use check::{expect_eq, is_transport, mismatch, show, sorted, StepError};
-pub use identity::{namespace, pod_uid, PodIdentity};
+pub use identity::{namespace, namespace_prefix, pod_uid, PodIdentity};
 pub use pulled::PulledImages;
 
 use self::aliases::Aliases;
@@ -77,6 +77,8 @@ pub struct World {
     pub(crate) runtime_handler: String,
     /// The case's host directory.
     host_dir: PathBuf,
+    /// Cgroup parents handed to its sandboxes, for the runner to remove.
+    cgroup_parents: Vec<String>,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -127,6 +129,7 @@ impl World {
             run_pulled: env.pulled,
             runtime_handler: env.runtime_handler,
             host_dir: env.host_dir,
+            cgroup_parents: Vec::new(),
         }
     }
 
@@ -180,10 +183,17 @@ impl World {
     }
 
     /// The cgroup parent of sandbox `alias`: a top-level cgroup named after the case's
-    /// namespace, so the runner finds and removes it (see
+    /// namespace, noted so the runner removes it with the case (see
     /// [`crate::runner::host::remove_cgroups`]).
-    pub(crate) fn cgroup_parent(&self, alias: &str) -> String {
-        format!("/{}-{alias}", self.ids.namespace)
+    pub(crate) fn cgroup_parent(&mut self, alias: &str) -> String {
+        let parent = format!("/{}-{alias}", self.ids.namespace);
+        self.cgroup_parents.push(parent.clone());
+        parent
+    }
+
+    /// The cgroup parents the case's sandboxes asked for.
+    pub(crate) fn cgroup_parents(&self) -> &[String] {
+        &self.cgroup_parents
     }
 
     /// The case's host directory, made on first use. Log directories and volumes live under
