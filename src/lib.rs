@@ -14,5 +14,6 @@ pub mod observe;
 pub mod prop;
 pub mod report;
 pub mod runner;
+pub mod streaming;
 pub mod suite;
 pub mod world;
