@@ -93,11 +93,14 @@ pub async fn remove(client: &CriClient, selector: &Selector) -> Removal {
     )
     .await;
     merge(&mut removal, outcomes);
-    let outcomes = futures::future::join_all(
-        sandboxes
+    let outcomes = futures::future::join_all(sandboxes.iter().map(|sandbox| {
+        let running: Vec<&v1::Container> = inside
             .iter()
-            .map(|sandbox| remove_sandbox(client, sandbox)),
-    )
+            .copied()
+            .filter(|c| c.pod_sandbox_id == sandbox.id && is_running(c))
+            .collect();
+        remove_sandbox(client, sandbox, running)
+    }))
     .await;
     merge(&mut removal, outcomes);
     if !inside.is_empty() {
@@ -126,7 +129,7 @@ pub async fn remove(client: &CriClient, selector: &Selector) -> Removal {
 
 async fn remove_container(client: &CriClient, container: &v1::Container) -> Removal {
     let mut removal = Removal::default();
-    if container.state == v1::ContainerState::ContainerRunning as i32 {
+    if is_running(container) {
         if let Err(err) = client.stop_container(&container.id, 0).await {
             note(&mut removal, err);
         }
@@ -138,8 +141,25 @@ async fn remove_container(client: &CriClient, container: &v1::Container) -> Remo
     removal
 }
 
-async fn remove_sandbox(client: &CriClient, sandbox: &v1::PodSandbox) -> Removal {
+/// Stops a sandbox's running containers all at once, then stops and removes the sandbox.
+/// A runtime's StopPodSandbox may stop its containers one after another (containerd 1.6
+/// does): stopping them together first takes a two-container pod down in about the time of
+/// one.
+async fn remove_sandbox(
+    client: &CriClient,
+    sandbox: &v1::PodSandbox,
+    running: Vec<&v1::Container>,
+) -> Removal {
     let mut removal = Removal::default();
+    let stops = futures::future::join_all(
+        running
+            .iter()
+            .map(|container| client.stop_container(&container.id, 0)),
+    )
+    .await;
+    for err in stops.into_iter().filter_map(Result::err) {
+        note(&mut removal, err);
+    }
     if let Err(err) = client.stop_pod_sandbox(&sandbox.id).await {
         note(&mut removal, err);
     }
@@ -148,6 +168,10 @@ async fn remove_sandbox(client: &CriClient, sandbox: &v1::PodSandbox) -> Removal
         Err(err) => note(&mut removal, err),
     }
     removal
+}
+
+fn is_running(container: &v1::Container) -> bool {
+    container.state == v1::ContainerState::ContainerRunning as i32
 }
 
 fn merge(removal: &mut Removal, outcomes: Vec<Removal>) {
