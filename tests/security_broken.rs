@@ -1,0 +1,221 @@
+//! The security cases catch a runtime that breaks their rule, on the real runtime (when
+//! `CONTAINER_RUNTIME_ENDPOINT` is set; otherwise the test prints a skip line).
+//!
+//! Each case tagged `security` is run twice broken:
+//! - as against a runtime that ignores the security context: the case's steps lose every
+//!   security setting (the container's and the pod's `security:` maps, host namespaces,
+//!   a shared PID namespace), while its expectations stay. Every case that sets something
+//!   must then fail, at a checking step, in that step's words.
+//! - with its first check's expectation inverted (a command expected to fail is expected to
+//!   succeed, and the other way round; an expected CreateContainer error is expected not to
+//!   happen). Every case must then fail at that very step.
+//!
+//! A mutant that fails elsewhere (at a setup step, or in cleanup) does not count: it would
+//! show a broken run, not a live check.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+mod support;
+
+use cri_harness::cri::Endpoint;
+use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
+use cri_harness::suite::step::exec_sync::ExecExpect;
+use cri_harness::suite::step::Step;
+use cri_harness::suite::{self, Case, Suite};
+
+/// The steps whose failure means a check caught the broken rule.
+const CHECKS: &[&str] = &[
+    "exec_sync",
+    "create_container",
+    "check_host_path",
+    "check_host_mount",
+    "connect",
+];
+
+/// The embedded suites tagged `security`.
+fn security_suites() -> Vec<Suite> {
+    suite::load_embedded()
+        .suites
+        .into_iter()
+        .filter(|s| s.tags.iter().any(|t| t == "security"))
+        .collect()
+}
+
+/// The case as a runtime that ignores every security setting would run it; `None` when the
+/// case sets nothing.
+fn ignoring_security(case: &Case) -> Option<Case> {
+    let mut broken = case.clone();
+    for step in &mut broken.steps {
+        match step {
+            Step::CreateContainer(create) => create.security = Default::default(),
+            Step::RunSandbox(run) => {
+                run.security = Default::default();
+                run.host_pid = false;
+                run.host_ipc = false;
+                run.host_network = false;
+                run.share_pid = false;
+            }
+            _ => {}
+        }
+    }
+    (broken.steps != case.steps).then_some(broken)
+}
+
+/// The case with its first check's expectation inverted, and that step's index.
+fn inverted(case: &Case) -> Option<(Case, usize)> {
+    let mut broken = case.clone();
+    for (index, step) in broken.steps.iter_mut().enumerate() {
+        match step {
+            Step::ExecSync(exec) if exec.expect.error.is_none() => {
+                exec.expect = if exec.expect.exit_code == 0 {
+                    ExecExpect {
+                        exit_code: 1,
+                        ..ExecExpect::default()
+                    }
+                } else {
+                    ExecExpect::default()
+                };
+                return Some((broken, index));
+            }
+            Step::CreateContainer(create) if create.expect.error.is_some() => {
+                create.expect.error = None;
+                return Some((broken, index));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Which way a case is broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mutation {
+    IgnoringSecurity,
+    Inverted,
+}
+
+/// The suites with each case broken `mutation`'s way, and for each mutant its name and the
+/// step it must fail at (any check for `IgnoringSecurity`). One mutation per run: two mutants
+/// of one case would share its fixed host ports if they ran at once.
+fn mutants(suites: &[Suite], mutation: Mutation) -> (Vec<Suite>, Vec<(String, Option<usize>)>) {
+    let mut expected = Vec::new();
+    let mut out = Vec::new();
+    for suite in suites {
+        let mut mutated = suite.clone();
+        mutated.cases.clear();
+        for case in &suite.cases {
+            let broken = match mutation {
+                Mutation::IgnoringSecurity => ignoring_security(case).map(|c| (c, None)),
+                Mutation::Inverted => inverted(case).map(|(c, index)| (c, Some(index))),
+            };
+            if let Some((broken, index)) = broken {
+                expected.push((broken.full_name(suite), index));
+                mutated.cases.push(broken);
+            }
+        }
+        out.push(mutated);
+    }
+    (out, expected)
+}
+
+#[test]
+fn every_security_case_has_a_mutant_of_some_kind() {
+    let suites = security_suites();
+    assert!(!suites.is_empty(), "no suite is tagged security");
+    for suite in &suites {
+        for case in &suite.cases {
+            assert!(
+                ignoring_security(case).is_some() || inverted(case).is_some(),
+                "{} cannot be broken by either mutation, so nothing shows it checks",
+                case.full_name(suite)
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_breaks_a_security_rule_fails_the_case_at_its_check() {
+    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped the broken security runs: CONTAINER_RUNTIME_ENDPOINT is not set"
+        );
+        return;
+    };
+    let endpoint: Endpoint = endpoint.parse().expect("a valid endpoint");
+    let suites = security_suites();
+    let mut failed = 0;
+    for mutation in [Mutation::IgnoringSecurity, Mutation::Inverted] {
+        failed += run_broken(&endpoint, &suites, mutation).await;
+    }
+    assert!(failed >= 60, "only {failed} broken cases ran and failed");
+}
+
+/// Runs the suites broken `mutation`'s way; checks each mutant failed where it must, and
+/// says how many did.
+async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -> usize {
+    let (suites, expected) = mutants(suites, mutation);
+    let scratch = tempfile::tempdir().unwrap();
+    let run_id = format!("broken{}{}", std::process::id(), mutation as u8);
+    let config = support::run_config(
+        Target::Endpoint {
+            runtime: endpoint.clone(),
+            image: endpoint.clone(),
+        },
+        suites,
+        &run_id,
+        scratch.path(),
+    );
+    let report = tokio::time::timeout(
+        Duration::from_secs(600),
+        runner::run(config, Interrupt::new(), None),
+    )
+    .await
+    .expect("the broken runs end");
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    assert_eq!(report.cases.len(), expected.len());
+    let mut failed = 0;
+    let mut live = Vec::new();
+    for (case, (name, index)) in report.cases.iter().zip(&expected) {
+        let name = format!("{name} ({mutation:?})");
+        assert_eq!(format!("{} ({mutation:?})", case.full_name()), name);
+        match &case.outcome {
+            CaseOutcome::Failed(reason) => {
+                failed += 1;
+                assert!(
+                    !reason.contains("cleanup left"),
+                    "{name}: the broken run left something: {reason}"
+                );
+                let step = failed_step(reason)
+                    .unwrap_or_else(|| panic!("{name}: no failing step named: {reason}"));
+                match index {
+                    Some(index) => assert!(
+                        reason.contains(&format!("step {} `", index + 1)),
+                        "{name} should fail at its inverted step {}: {reason}",
+                        index + 1
+                    ),
+                    None => assert!(
+                        CHECKS.contains(&step),
+                        "{name} should fail at a check, not at `{step}`: {reason}"
+                    ),
+                }
+            }
+            // Cases for a feature the host lacks (an LSM) skip broken as they skip whole.
+            CaseOutcome::Skipped(_) => {}
+            CaseOutcome::Passed => live.push(name),
+        }
+    }
+    assert!(
+        live.is_empty(),
+        "passed broken, so their checks do not hold the rule: {live:#?}"
+    );
+    failed
+}
+
+/// The step a failure names: `..., step N `NAME`: ...`.
+fn failed_step(reason: &str) -> Option<&str> {
+    let (_, rest) = reason.split_once(", step ")?;
+    let (_, rest) = rest.split_once(" `")?;
+    rest.split_once('`').map(|(name, _)| name)
+}
