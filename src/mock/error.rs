@@ -113,6 +113,13 @@ pub(crate) enum RpcError {
         /// The container holding it.
         holder: String,
     },
+    /// CreateContainer asking for a group but no user, which the runtime cannot resolve
+    /// (containerd's words).
+    #[error("failed to get container spec opts: failed to generate user string: user group \"{group}\" is specified without user")]
+    GroupWithoutUser {
+        /// The group asked for.
+        group: i64,
+    },
     /// CreateContainer in a sandbox that is not READY.
     #[error("cannot create a container in sandbox \"{id}\": no running task found")]
     SandboxNotRunning {
@@ -262,7 +269,8 @@ impl From<RpcError> for tonic::Status {
             | RpcError::ContainerInState { .. }
             | RpcError::NoTaskMetrics { .. }
             | RpcError::ContainerNotRunning { .. }
-            | RpcError::InvalidPodCidr { .. } => Code::Unknown,
+            | RpcError::InvalidPodCidr { .. }
+            | RpcError::GroupWithoutUser { .. } => Code::Unknown,
             RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
         };
@@ -284,6 +292,7 @@ mod tests {
     #[case::missing_image(RpcError::ImageNotFound { image: "x".into() }, Code::NotFound)]
     #[case::reserved_name(RpcError::SandboxNameReserved { name: "n".into(), holder: "h".into() }, Code::Unknown)]
     #[case::wrong_state(RpcError::ContainerInState { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
+    #[case::group_without_user(RpcError::GroupWithoutUser { group: 1002 }, Code::Unknown)]
     #[case::unmodelled(RpcError::Unimplemented { service: "RuntimeService", method: "Exec" }, Code::Unimplemented)]
     #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
     fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {

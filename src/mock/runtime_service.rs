@@ -323,6 +323,20 @@ fn create_container(
         .ok_or_else(|| RpcError::ImageNotFound {
             image: image_spec.image.clone(),
         })?;
+    // As containerd: a group alone names no user to run as.
+    let security = config
+        .linux
+        .as_ref()
+        .and_then(|l| l.security_context.as_ref());
+    if let Some(security) = security {
+        if let (Some(group), None, true) = (
+            &security.run_as_group,
+            &security.run_as_user,
+            security.run_as_username.is_empty(),
+        ) {
+            return Err(RpcError::GroupWithoutUser { group: group.value });
+        }
+    }
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;
