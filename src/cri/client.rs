@@ -431,6 +431,44 @@ impl CriClient {
             .await
     }
 
+    /// `RuntimeService/Exec`: the URL of the runtime's streaming server where the command
+    /// runs once a client connects (see [`crate::streaming`]).
+    pub async fn exec(&self, request: v1::ExecRequest) -> Result<String, CallError> {
+        let mut client = self.runtime.clone();
+        let answer = self
+            .call("Exec", request, |r| async move { client.exec(r).await })
+            .await?;
+        Ok(answer.url)
+    }
+
+    /// `RuntimeService/Attach`: the URL where a client attaches to the container's process.
+    pub async fn attach(&self, request: v1::AttachRequest) -> Result<String, CallError> {
+        let mut client = self.runtime.clone();
+        let answer = self
+            .call("Attach", request, |r| async move { client.attach(r).await })
+            .await?;
+        Ok(answer.url)
+    }
+
+    /// `RuntimeService/PortForward`: the URL where a client forwards `ports` of the sandbox.
+    pub async fn port_forward(
+        &self,
+        pod_sandbox_id: &str,
+        ports: &[u16],
+    ) -> Result<String, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::PortForwardRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+            port: ports.iter().map(|&p| i32::from(p)).collect(),
+        };
+        let answer = self
+            .call("PortForward", request, |r| async move {
+                client.port_forward(r).await
+            })
+            .await?;
+        Ok(answer.url)
+    }
+
     /// `RuntimeService/ReopenContainerLog`.
     pub async fn reopen_container_log(&self, container_id: &str) -> Result<(), CallError> {
         let mut client = self.runtime.clone();

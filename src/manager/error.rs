@@ -46,6 +46,18 @@ pub enum ManagerError {
         /// The sandbox id asked for.
         id: String,
     },
+    /// A port forward to a pod failed: the runtime gave no URL, or the relay through it
+    /// failed (e.g. nothing listens on the port).
+    #[error("port forward to port {port} of pod {pod:?} failed: {source}")]
+    PortForward {
+        /// `<name>_<namespace>` of the pod.
+        pod: String,
+        /// The pod's port.
+        port: u16,
+        /// Why.
+        #[source]
+        source: super::port_forward::PortForwardFailure,
+    },
     /// A running pod has no sandboxes, so it has no pod container id.
     #[error("sandboxes for pod {pod:?} not found")]
     PodSandboxesNotFound {

@@ -1,5 +1,6 @@
 //! A Rust port of the 2016 seed kubelet's `kuberuntime` manager, speaking CRI v1: version gating
-//! at construction, listing pods, pod status, killing pods, and the seed's netns helpers. It talks
+//! at construction, listing pods, pod status, killing pods, the seed's netns helpers, and port
+//! forwarding (the seed's "not implemented", made real through the runtime's streaming server). It talks
 //! to the runtime only through [`CriClient`]; where the seed and today's kubelet differ, the seed
 //! wins, except where the seed would crash (each such place says so).
 
@@ -9,6 +10,7 @@ mod labels;
 mod netns;
 mod network;
 mod pods;
+mod port_forward;
 mod status;
 mod sync_result;
 mod types;
@@ -24,6 +26,7 @@ pub use network::{
     NetworkPlugin, NoopNetworkPlugin, RecordingNetworkPlugin, TeardownCall,
     NOOP_NETWORK_PLUGIN_NAME, RECORDING_NETWORK_PLUGIN_NAME,
 };
+pub use port_forward::PortForwardFailure;
 pub use sync_result::{
     PodSyncResult, SyncAction, SyncResult, KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR,
     TEARDOWN_NETWORK_ERROR,
