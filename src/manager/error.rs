@@ -56,7 +56,7 @@ pub enum ManagerError {
         port: u16,
         /// Why.
         #[source]
-        source: super::port_forward::PortForwardFailure,
+        source: Box<super::port_forward::PortForwardFailure>,
     },
     /// A running pod has no sandboxes, so it has no pod container id.
     #[error("sandboxes for pod {pod:?} not found")]

@@ -51,7 +51,7 @@ impl KubeGenericRuntimeManager {
         let failed = |source: PortForwardFailure| ManagerError::PortForward {
             pod: pod_name.clone(),
             port,
-            source,
+            source: Box::new(source),
         };
         let url = self
             .client
