@@ -97,7 +97,11 @@ async fn the_lsm_cases_skip_where_the_host_kernel_lacks_the_module() {
                     skip.reason
                 );
             }
-            other => assert!(!lacks, "{}: {other:?} on a host without {module}", case.case),
+            other => assert!(
+                !lacks,
+                "{}: {other:?} on a host without {module}",
+                case.case
+            ),
         }
         assert!(case.environment.is_some(), "{}", case.case);
     }

@@ -64,7 +64,7 @@ fn code(prefix: u32) -> Vec<u8> {
 }
 
 /// The whole executable: ELF header, one loadable read-and-execute segment mapping the file at
-/// [`BASE`], the code, then the prefix text. The same bytes on every call.
+/// `BASE`, the code, then the prefix text. The same bytes on every call.
 pub fn nnp_elf() -> Vec<u8> {
     let code_at = EHDR + PHDR;
     // The code's length does not depend on the address it is given.
