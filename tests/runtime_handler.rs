@@ -171,9 +171,10 @@ async fn a_handler_that_cannot_run_pods_fails_each_case_in_its_words_and_the_def
         .iter()
         .filter(|c| match &c.outcome {
             CaseOutcome::Passed => false,
-            CaseOutcome::Skipped(skip) => {
-                !matches!(skip.why, SkipWhy::MockOnly | SkipWhy::Environment)
-            }
+            CaseOutcome::Skipped(skip) => !matches!(
+                skip.why,
+                SkipWhy::MockOnly | SkipWhy::Environment | SkipWhy::HostLacks
+            ),
             CaseOutcome::Failed(_) => true,
         })
         .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))

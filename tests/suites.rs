@@ -25,12 +25,13 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
         .cases
         .iter()
         // A case that needs a real process cannot run on the mock, nor one that needs the
-        // internet; every other one must pass.
+        // internet or a security module the host's kernel lacks; every other one must pass.
         .filter(|c| match &c.outcome {
             CaseOutcome::Passed => false,
-            CaseOutcome::Skipped(skip) => {
-                !matches!(skip.why, SkipWhy::NeedsProcess | SkipWhy::Environment)
-            }
+            CaseOutcome::Skipped(skip) => !matches!(
+                skip.why,
+                SkipWhy::NeedsProcess | SkipWhy::Environment | SkipWhy::HostLacks
+            ),
             CaseOutcome::Failed(_) => true,
         })
         .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
@@ -56,5 +57,52 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
         }, {
             insta::assert_snapshot!(name, body);
         });
+    }
+}
+
+/// The AppArmor and SELinux cases are decided on the host before they run: where its kernel
+/// lacks the module (as this machine's does) each skips as `host_lacks`, naming the module; on
+/// a host with it none of them skips for that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lsm_cases_skip_where_the_host_kernel_lacks_the_module() {
+    use cri_harness::runner::lsm;
+    use cri_harness::suite::Need;
+
+    let loaded = suite::load_embedded();
+    let lsm_suite: Vec<_> = loaded
+        .suites
+        .into_iter()
+        .filter(|s| s.name == "conformance-lsm")
+        .collect();
+    assert_eq!(lsm_suite.len(), 1);
+    let scratch = tempfile::tempdir().unwrap();
+    let config = support::run_config(Target::Mock, lsm_suite, "suites", scratch.path());
+    let report = runner::run(config, Interrupt::new(), None).await;
+    assert!(report.cases.len() >= 12, "{} cases", report.cases.len());
+    let host = std::path::Path::new("/");
+    for case in &report.cases {
+        let (need, module) = if case.case.starts_with("apparmor-") {
+            (Need::Apparmor, "AppArmor")
+        } else {
+            (Need::Selinux, "SELinux")
+        };
+        let lacks = lsm::host_lacks(host, need).is_some();
+        match &case.outcome {
+            CaseOutcome::Skipped(skip) if skip.why == SkipWhy::HostLacks => {
+                assert!(lacks, "{}: skipped on a host with {module}", case.case);
+                assert!(
+                    skip.reason.contains(module) && skip.reason.contains(need.name()),
+                    "{}: {}",
+                    case.case,
+                    skip.reason
+                );
+            }
+            other => assert!(
+                !lacks,
+                "{}: {other:?} on a host without {module}",
+                case.case
+            ),
+        }
+        assert!(case.environment.is_some(), "{}", case.case);
     }
 }

@@ -2,6 +2,7 @@
 //! builds each one from a static busybox binary, byte for byte reproducibly, so CI and vendors
 //! can serve them from a registry on their own machine without reaching the internet.
 
+mod nnp;
 mod oci;
 mod platform;
 mod reference;
@@ -9,6 +10,7 @@ mod tar;
 
 use std::path::PathBuf;
 
+pub use nnp::{nnp_elf, NNP_MODE, NNP_PATH};
 pub use oci::{build_all, build_layout, BuiltImage, Busybox, Descriptor};
 pub use platform::Platform;
 pub use reference::{is_sha256_digest, normalise, Reference};
@@ -49,6 +51,8 @@ pub struct TestImage {
     pub cmd: &'static [&'static str],
     /// The config's `User` (empty: none, so root).
     pub user: &'static str,
+    /// What its root filesystem holds besides busybox.
+    pub rootfs: Rootfs,
     /// True for the images runtimes keep between cases (sandbox and container images), which
     /// `images pull` puts in the runtime; the image-manager images are pulled and removed by
     /// the cases themselves, so a pre-pull would only hide what the cases check.
@@ -82,8 +86,23 @@ const fn case_image(
         entrypoint: &[],
         cmd: &["sh"],
         user: "",
+        rootfs: Rootfs::Busybox,
         kept: false,
     }
+}
+
+/// What an image's root filesystem holds: every one has busybox and its applets; some images
+/// critest names carry more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rootfs {
+    /// Busybox and the accounts `root`, `www-data` and `nobody`.
+    Busybox,
+    /// Also the NoNewPrivs checker (`/usr/local/bin/nnp`, setuid root), as in the e2e
+    /// `nonewprivs` image: it prints the effective uid it runs with. x86-64 only.
+    NoNewPrivs,
+    /// Also the user `default-user` (uid 1000, gid 1000), whom the image's /etc/group puts in
+    /// `group-defined-in-image` (gid 50000), as critest's `test-image-predefined-group`.
+    PredefinedGroup,
 }
 
 /// A case image whose config names a user, as critest's `test-image-user-*` do.
@@ -98,7 +117,7 @@ const fn user_image(name: &'static str, reference: &'static str, user: &'static 
     }
 }
 
-static CATALOGUE: [TestImage; 17] = [
+static CATALOGUE: [TestImage; 19] = [
     TestImage {
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
@@ -107,6 +126,7 @@ static CATALOGUE: [TestImage; 17] = [
         entrypoint: &["/bin/sleep", PAUSE_SECONDS],
         cmd: &[],
         user: "",
+        rootfs: Rootfs::Busybox,
         kept: true,
     },
     TestImage {
@@ -117,6 +137,7 @@ static CATALOGUE: [TestImage; 17] = [
         entrypoint: &[],
         cmd: &["sh"],
         user: "",
+        rootfs: Rootfs::Busybox,
         kept: true,
     },
     case_image(
@@ -177,6 +198,24 @@ static CATALOGUE: [TestImage; 17] = [
         critest!("test-image-user-username-group:latest"),
         "www-data:www-data",
     ),
+    TestImage {
+        user: "1000",
+        rootfs: Rootfs::PredefinedGroup,
+        ..case_image(
+            "test-image-predefined-group",
+            critest!("test-image-predefined-group:latest"),
+            "supplemental groups: the image's /etc/group puts its user (1000) in group 50000",
+        )
+    },
+    TestImage {
+        cmd: &["/usr/local/bin/nnp"],
+        rootfs: Rootfs::NoNewPrivs,
+        ..case_image(
+            "nonewprivs",
+            "registry.k8s.io/e2e-test-images/nonewprivs:1.3",
+            "NoNewPrivs: a setuid-root checker prints the effective uid it gets",
+        )
+    },
     // The harness's own images: no public registry has them, so they live under `localhost`.
     case_image(
         "harness-digest",
@@ -341,6 +380,14 @@ pub enum ImageError {
     /// The layer archive could not be written (in memory: only if it runs out).
     #[error("cannot write the layer archive")]
     Tar(#[source] std::io::Error),
+    /// The image needs the NoNewPrivs checker, which exists for x86-64 alone.
+    #[error("image {image} needs the NoNewPrivs checker, which is x86-64 code; the busybox is for {architecture}")]
+    CheckerArchitecture {
+        /// The image's reference.
+        image: &'static str,
+        /// The busybox's OCI architecture.
+        architecture: &'static str,
+    },
     /// A JSON document of the image could not be encoded.
     #[error("cannot encode the {document} of image {image}")]
     Json {

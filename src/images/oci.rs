@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::nnp::{self, NNP_MODE, NNP_PATH};
 use super::platform::{self, Platform};
 use super::tar::TarTree;
-use super::{ImageError, TestImage, APPLETS, IMAGE_PATH};
+use super::{ImageError, Rootfs, TestImage, APPLETS, IMAGE_PATH};
 
 /// OCI media types of the documents and the layer this writer produces.
 const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -25,6 +26,12 @@ const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n\
     www-data:x:33:33:www-data:/var/www:/bin/false\n\
     nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n";
 const GROUP: &str = "root:x:0:\nwww-data:x:33:\nnogroup:x:65534:\n";
+/// critest's `test-image-predefined-group` accounts: a user whose own group is 1000 and whom
+/// /etc/group alone also puts in group 50000, so a runtime must read the image's /etc/group.
+const PREDEFINED_PASSWD: &str =
+    "default-user:x:1000:1000:default-user:/home/default-user:/bin/sh\n";
+const PREDEFINED_GROUP: &str =
+    "default-user:x:1000:\ngroup-defined-in-image:x:50000:default-user\n";
 /// The config label naming the catalogue symbol: it makes every image's config, and so its id,
 /// its own, though all share one layer.
 pub const IMAGE_LABEL: &str = "io.cri-harness.image";
@@ -121,7 +128,7 @@ pub fn build_layout(
         source,
     })?;
 
-    let layer = write_blob(&blobs, MEDIA_LAYER, &rootfs(busybox).to_bytes()?)?;
+    let layer = write_blob(&blobs, MEDIA_LAYER, &rootfs(busybox, image)?.to_bytes()?)?;
     let config = ImageConfig {
         architecture: busybox.platform.architecture,
         os: busybox.platform.os,
@@ -188,9 +195,10 @@ pub fn build_layout(
     })
 }
 
-/// The root filesystem every test image shares: busybox, its applet links, the usual mount
-/// points (runc mounts over them) and minimal account files.
-fn rootfs(busybox: &Busybox) -> TarTree {
+/// The root filesystem of `image`: busybox, its applet links, the usual mount points (runc
+/// mounts over them) and minimal account files, which most images share, plus what its
+/// [`Rootfs`] adds.
+fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
     let mut tree = TarTree::new();
     for (dir, mode) in [
         ("bin", 0o755),
@@ -208,9 +216,37 @@ fn rootfs(busybox: &Busybox) -> TarTree {
     for applet in APPLETS {
         tree.symlink(&format!("bin/{applet}"), "busybox");
     }
-    tree.file("etc/passwd", 0o644, PASSWD.as_bytes().to_vec());
-    tree.file("etc/group", 0o644, GROUP.as_bytes().to_vec());
-    tree
+    let (passwd, group) = match image.rootfs {
+        Rootfs::PredefinedGroup => (
+            format!("{PASSWD}{PREDEFINED_PASSWD}"),
+            format!("{GROUP}{PREDEFINED_GROUP}"),
+        ),
+        Rootfs::Busybox | Rootfs::NoNewPrivs => (PASSWD.to_owned(), GROUP.to_owned()),
+    };
+    tree.file("etc/passwd", 0o644, passwd.into_bytes());
+    tree.file("etc/group", 0o644, group.into_bytes());
+    match image.rootfs {
+        Rootfs::Busybox => {}
+        Rootfs::PredefinedGroup => {
+            tree.directory("home", 0o755);
+            tree.directory("home/default-user", 0o755);
+        }
+        Rootfs::NoNewPrivs => {
+            // The checker is machine code for one machine: an image for another would hold a
+            // program that cannot run, so the build says so instead.
+            if busybox.platform.architecture != "amd64" {
+                return Err(ImageError::CheckerArchitecture {
+                    image: image.reference,
+                    architecture: busybox.platform.architecture,
+                });
+            }
+            tree.directory("usr", 0o755);
+            tree.directory("usr/local", 0o755);
+            tree.directory("usr/local/bin", 0o755);
+            tree.file(NNP_PATH, NNP_MODE, nnp::nnp_elf());
+        }
+    }
+    Ok(tree)
 }
 
 fn encode<T: Serialize>(
@@ -516,7 +552,7 @@ mod tests {
 
     #[test]
     fn rootfs_links_every_applet_to_busybox_under_bin() {
-        let tree = rootfs(&fake_busybox(b"payload"));
+        let tree = rootfs(&fake_busybox(b"payload"), find("busybox").unwrap()).unwrap();
         let paths: Vec<&str> = tree.paths().collect();
         for applet in APPLETS {
             assert!(
@@ -527,6 +563,87 @@ mod tests {
         for expected in ["bin/", "bin/busybox", "etc/passwd", "proc/", "tmp/"] {
             assert!(paths.contains(&expected), "{expected}");
         }
+    }
+
+    /// The layer entry at `path` of `image`'s root filesystem: its mode and contents.
+    fn entry(image: &str, path: &str) -> (u32, Vec<u8>) {
+        let tree = rootfs(&fake_busybox(b"payload"), find(image).unwrap()).unwrap();
+        let bytes = tree.to_bytes().unwrap();
+        let mut archive = ::tar::Archive::new(bytes.as_slice());
+        for file in archive.entries().unwrap() {
+            let mut file = file.unwrap();
+            if file.path().unwrap().to_str() == Some(path) {
+                let mode = file.header().mode().unwrap();
+                let mut contents = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut contents).unwrap();
+                return (mode, contents);
+            }
+        }
+        panic!("{image} has no {path}");
+    }
+
+    #[test]
+    fn the_nonewprivs_image_holds_the_checker_setuid_root_and_runs_it() {
+        let (mode, contents) = entry("nonewprivs", NNP_PATH);
+        assert_eq!(mode, 0o4755);
+        assert_eq!(contents, nnp::nnp_elf());
+        let image = find("nonewprivs").unwrap();
+        assert_eq!(image.cmd, [format!("/{NNP_PATH}")]);
+        // Every entry of a layer is root's, so the setuid bit makes the checker run as root.
+        let tree = rootfs(&fake_busybox(b"payload"), image).unwrap();
+        let bytes = tree.to_bytes().unwrap();
+        let mut archive = ::tar::Archive::new(bytes.as_slice());
+        for file in archive.entries().unwrap() {
+            let header = file.unwrap().header().clone();
+            assert_eq!((header.uid().unwrap(), header.gid().unwrap()), (0, 0));
+        }
+        // The other images have no checker.
+        let plain = rootfs(&fake_busybox(b"payload"), find("busybox").unwrap()).unwrap();
+        assert!(!plain.paths().any(|p| p == NNP_PATH));
+    }
+
+    #[test]
+    fn the_checker_is_refused_for_a_busybox_of_another_machine() {
+        let mut bytes = platform::elf64(0xb7, &[1]);
+        bytes.extend_from_slice(b"payload");
+        let arm = Busybox::from_bytes("/fake/busybox", bytes).unwrap();
+        let err = rootfs(&arm, find("nonewprivs").unwrap()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ImageError::CheckerArchitecture {
+                    architecture: "arm64",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(rootfs(&arm, find("busybox").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn the_predefined_group_image_puts_its_user_in_a_group_of_the_image() {
+        let (_, passwd) = entry("test-image-predefined-group", "etc/passwd");
+        let (_, group) = entry("test-image-predefined-group", "etc/group");
+        let passwd = String::from_utf8(passwd).unwrap();
+        let group = String::from_utf8(group).unwrap();
+        assert!(
+            passwd
+                .lines()
+                .any(|l| l.starts_with("default-user:x:1000:1000:")),
+            "{passwd}"
+        );
+        assert!(
+            group
+                .lines()
+                .any(|l| l == "group-defined-in-image:x:50000:default-user"),
+            "{group}"
+        );
+        // The shared accounts stay, and the other images do not get this user.
+        assert!(passwd.starts_with(PASSWD), "{passwd}");
+        let (_, plain) = entry("busybox", "etc/group");
+        assert_eq!(plain, GROUP.as_bytes());
+        assert_eq!(find("test-image-predefined-group").unwrap().user, "1000");
     }
 
     #[test]

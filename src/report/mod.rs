@@ -287,6 +287,35 @@ mod tests {
     }
 
     #[rstest]
+    #[case::mock_only(SkipWhy::MockOnly, "mock_only")]
+    #[case::needs_process(SkipWhy::NeedsProcess, "needs_process")]
+    #[case::runtime_lacks(SkipWhy::RuntimeLacks, "runtime_lacks")]
+    #[case::environment(SkipWhy::Environment, "environment")]
+    #[case::host_lacks(SkipWhy::HostLacks, "host_lacks")]
+    #[case::not_run(SkipWhy::NotRun, "not_run")]
+    fn each_skip_kind_is_named_in_json_and_junit(#[case] why: SkipWhy, #[case] name: &str) {
+        let report = report(vec![case(
+            "s",
+            "c",
+            CaseOutcome::skipped(why, "the reason"),
+        )]);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cases"][0]["outcome"], "skipped");
+        assert_eq!(json["cases"][0]["skip"], name);
+        assert_eq!(json["cases"][0]["reason"], "the reason");
+        let xml = junit(&report).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let skipped = doc
+            .descendants()
+            .find(|n| n.has_tag_name("skipped"))
+            .unwrap();
+        assert_eq!(
+            skipped.attribute("message"),
+            Some(format!("{name}: the reason").as_str())
+        );
+    }
+
+    #[rstest]
     #[case::micros(Duration::from_micros(850), "850 µs")]
     #[case::millis(Duration::from_micros(1_250), "1.2 ms")]
     #[case::seconds(Duration::from_millis(3_400), "3.40 s")]

@@ -5,6 +5,7 @@
 pub mod case;
 pub mod cleanup;
 pub mod host;
+pub mod lsm;
 pub mod snapshot;
 
 use std::path::PathBuf;
@@ -174,6 +175,8 @@ pub enum SkipWhy {
     RuntimeLacks,
     /// It depends on the machine (e.g. internet access), which this run does not offer.
     Environment,
+    /// The host's kernel lacks a security module the case needs (AppArmor, SELinux).
+    HostLacks,
     /// The run was interrupted or aborted before it.
     NotRun,
 }
@@ -517,6 +520,11 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 Need::Online.environment().unwrap_or("needs the internet")
             ),
         );
+    }
+    if let Some((need, why)) = lsm::first_lack(std::path::Path::new("/"), &case.needs) {
+        // Decided before any target: neither a runtime nor the mock can confine a process
+        // with a module the kernel it runs on does not have.
+        return skip(SkipWhy::HostLacks, format!("the host lacks {need}: {why}"));
     }
     match &shared.client {
         Some(client) => {

@@ -115,6 +115,12 @@ pub enum Need {
     /// (the kubelet then takes pod stats from cAdvisor): a runtime that answers Unimplemented
     /// is said to lack the feature, and the case skips.
     PodSandboxStats,
+    /// AppArmor in the host's kernel, which a runtime needs to confine a container with a
+    /// profile: decided on the host before the case runs; a host without it skips the case.
+    Apparmor,
+    /// SELinux in the host's kernel (selinuxfs mounted), which a runtime needs to label a
+    /// container: decided on the host before the case runs; a host without it skips the case.
+    Selinux,
 }
 
 impl Need {
@@ -125,6 +131,8 @@ impl Need {
             Need::Process => "process",
             Need::Online => "online",
             Need::PodSandboxStats => "pod_sandbox_stats",
+            Need::Apparmor => "apparmor",
+            Need::Selinux => "selinux",
         }
     }
 
@@ -142,6 +150,8 @@ impl Need {
     pub fn environment(self) -> Option<&'static str> {
         match self {
             Need::Online => Some("needs the public registries (internet access)"),
+            Need::Apparmor => Some("needs AppArmor in the host's kernel"),
+            Need::Selinux => Some("needs SELinux in the host's kernel"),
             _ => None,
         }
     }

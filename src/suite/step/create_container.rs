@@ -82,7 +82,7 @@ pub struct CreateExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `security` context: `run_as_user`, `run_as_username`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `capabilities`, `no_new_privs`, `masked_paths`, `readonly_paths`, `seccomp`, `pid`"
+    expecting = "a `security` context: `run_as_user`, `run_as_username`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `capabilities`, `no_new_privs`, `masked_paths`, `readonly_paths`, `seccomp`, `apparmor`, `apparmor_profile`, `selinux`, `pid`"
 )]
 pub struct Security {
     /// The UID to run as (default: the image's user).
@@ -118,9 +118,70 @@ pub struct Security {
     /// The seccomp profile (default: none sent, which CRI v1 reads as unconfined).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<Seccomp>,
+    /// The AppArmor profile in CRI v1's `apparmor` field (default: none sent, so the runtime's
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Boxed, as `selinux` is: rare fields should not make every step value larger.
+    pub apparmor: Option<Box<Apparmor>>,
+    /// The deprecated `apparmor_profile` string critest's specs send (`runtime/default`,
+    /// `unconfined`, `localhost/NAME`), with the v1 field left unset.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub apparmor_profile: String,
+    /// The SELinux label (default: none sent, so the runtime picks the pod's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selinux: Option<Box<Selinux>>,
     /// The PID namespace (default: the sandbox's, as the kubelet derives it from the pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<Namespace>,
+}
+
+/// An AppArmor profile, as CRI v1's `SecurityProfile` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Apparmor {
+    /// No confinement.
+    Unconfined,
+    /// The runtime's default profile.
+    RuntimeDefault,
+    /// A profile loaded into the host's kernel, by its name.
+    Localhost(String),
+}
+
+impl Apparmor {
+    fn to_cri(&self) -> v1::SecurityProfile {
+        use v1::security_profile::ProfileType;
+        let (profile_type, localhost_ref) = match self {
+            Apparmor::Unconfined => (ProfileType::Unconfined, String::new()),
+            Apparmor::RuntimeDefault => (ProfileType::RuntimeDefault, String::new()),
+            Apparmor::Localhost(name) => (ProfileType::Localhost, name.clone()),
+        };
+        v1::SecurityProfile {
+            profile_type: profile_type as i32,
+            localhost_ref,
+        }
+    }
+}
+
+/// An SELinux label's parts, as CRI's `SELinuxOption` has them; an empty part is left to the
+/// runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "`selinux`: `user`, `role`, `type`, `level`"
+)]
+pub struct Selinux {
+    /// The SELinux user (`system_u`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    /// The role (`system_r`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role: String,
+    /// The type (`container_t`).
+    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// The MLS/MCS level (`s0:c4,c5`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub level: String,
 }
 
 /// Capabilities by their names without `CAP_` (`NET_ADMIN`), or `ALL`.
@@ -286,6 +347,14 @@ impl Security {
             readonly_paths: self.readonly_paths.clone(),
             seccomp: seccomp.profile,
             seccomp_profile_path: seccomp.path,
+            apparmor: self.apparmor.as_deref().map(Apparmor::to_cri),
+            apparmor_profile: self.apparmor_profile.clone(),
+            selinux_options: self.selinux.as_ref().map(|label| v1::SeLinuxOption {
+                user: label.user.clone(),
+                role: label.role.clone(),
+                r#type: label.kind.clone(),
+                level: label.level.clone(),
+            }),
             ..Default::default()
         })
     }
@@ -295,7 +364,7 @@ impl Security {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`"
+    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`, `selinux_relabel`"
 )]
 pub struct Mount {
     /// The host path: relative paths are under the case's host directory (see
@@ -309,6 +378,9 @@ pub struct Mount {
     /// Mount propagation (default `private`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub propagation: Propagation,
+    /// Have the runtime relabel the host path for the container's SELinux label.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub selinux_relabel: bool,
 }
 
 /// A mount's propagation, as CRI names it.
@@ -436,6 +508,7 @@ impl StepDef for CreateContainer {
                 host_path,
                 readonly: mount.readonly,
                 propagation: mount.propagation.to_cri() as i32,
+                selinux_relabel: mount.selinux_relabel,
                 ..Default::default()
             });
         }
@@ -626,6 +699,61 @@ mod tests {
         let path = &context.seccomp_profile_path;
         assert_eq!(path, sent);
         assert_eq!(context.seccomp, None);
+    }
+
+    #[rstest]
+    #[case::unconfined("unconfined", v1::security_profile::ProfileType::Unconfined, "")]
+    #[case::runtime_default(
+        "runtime_default",
+        v1::security_profile::ProfileType::RuntimeDefault,
+        ""
+    )]
+    #[case::a_loaded_profile_by_name(
+        "{localhost: cri-validate-apparmor-test-deny-write}",
+        v1::security_profile::ProfileType::Localhost,
+        "cri-validate-apparmor-test-deny-write"
+    )]
+    fn apparmor_maps_to_the_v1_security_profile(
+        #[case] yaml: &str,
+        #[case] kind: v1::security_profile::ProfileType,
+        #[case] name: &str,
+    ) {
+        let context = security(&format!("{{apparmor: {yaml}}}"));
+        assert_eq!(context.apparmor, profile(kind, name));
+        // The deprecated field is checked here on purpose.
+        #[allow(deprecated)]
+        let deprecated = &context.apparmor_profile;
+        assert_eq!(deprecated, "");
+    }
+
+    #[test]
+    fn an_apparmor_profile_string_goes_in_the_deprecated_field_alone() {
+        let context = security("{apparmor_profile: localhost/non-existent-profile}");
+        // The deprecated field is the point of this test.
+        #[allow(deprecated)]
+        let deprecated = &context.apparmor_profile;
+        assert_eq!(deprecated, "localhost/non-existent-profile");
+        assert_eq!(context.apparmor, None);
+    }
+
+    #[test]
+    fn selinux_parts_map_to_selinux_options_and_absent_sends_none() {
+        let context = security(
+            "{selinux: {user: system_u, role: system_r, type: svirt_lxc_net_t, level: 's0:c4,c5'}}",
+        );
+        assert_eq!(
+            context.selinux_options,
+            Some(v1::SeLinuxOption {
+                user: "system_u".into(),
+                role: "system_r".into(),
+                r#type: "svirt_lxc_net_t".into(),
+                level: "s0:c4,c5".into(),
+            })
+        );
+        let level_only = security("{selinux: {level: s0}}").selinux_options.unwrap();
+        assert_eq!((level_only.level.as_str(), level_only.user.as_str()), ("s0", ""));
+        assert_eq!(security("{}").selinux_options, None);
+        assert_eq!(security("{}").apparmor, None);
     }
 
     #[rstest]
