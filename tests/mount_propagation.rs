@@ -3,7 +3,8 @@
 //! mount): SIGINT while two cases wait with a shared source bind-mounted under their host
 //! directories, a tmpfs the host mounted there and one a container mounted that propagated
 //! back, exits 130 with no mount under the run's work directory in `/proc/self/mountinfo` and
-//! the run's directory gone. Otherwise the test prints a skip line.
+//! the run's directory gone. And `clean --run-id` unmounts and removes what a killed run left
+//! in its directory. Otherwise each test prints a skip line.
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 mod support;
 
 use cri_harness::runner::host;
+use rustix::mount::{mount, mount_bind, mount_change, MountFlags, MountPropagationFlags};
 use rustix::process::{kill_process, Pid, Signal};
 use support::harness;
 
@@ -59,22 +61,66 @@ fn mounts_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn sigint_while_propagation_cases_hold_mounts_leaves_no_mount_behind() {
+/// The runtime endpoint, when the tests may use it and mount; otherwise prints why not.
+fn endpoint_and_root(test: &str) -> Option<String> {
     let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
         let _ = writeln!(
             std::io::stderr(),
-            "skipped the interrupted propagation run: CONTAINER_RUNTIME_ENDPOINT is not set"
+            "skipped {test}: CONTAINER_RUNTIME_ENDPOINT is not set"
         );
-        return;
+        return None;
     };
     if !rustix::process::geteuid().is_root() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped the interrupted propagation run: mounting needs root"
-        );
-        return;
+        let _ = writeln!(std::io::stderr(), "skipped {test}: mounting needs root");
+        return None;
     }
+    Some(endpoint)
+}
+
+#[test]
+fn clean_unmounts_and_removes_the_host_directory_a_killed_run_left() {
+    let Some(endpoint) = endpoint_and_root("the clean of a killed run's mounts") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let run_id = format!("mountsk{}", std::process::id());
+    let src = work.path().join(&run_id).join("case-1").join("src");
+    std::fs::create_dir_all(src.join("late")).unwrap();
+    mount_bind(&src, &src).unwrap();
+    mount_change(&src, MountPropagationFlags::SHARED).unwrap();
+    mount(
+        "tmpfs",
+        src.join("late"),
+        "tmpfs",
+        MountFlags::empty(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(mounts_under(work.path()).len(), 2);
+
+    let output = harness()
+        .args(["clean", "-r", &endpoint, "--run-id", &run_id])
+        .arg("--work-dir")
+        .arg(work.path())
+        .env("CRI_HARNESS_LEASE_DIR", work.path().join("leases"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("removed the host directory"), "{text}");
+    assert_eq!(mounts_under(work.path()), Vec::<String>::new(), "{text}");
+    assert!(!work.path().join(&run_id).exists(), "{text}");
+}
+
+#[test]
+fn sigint_while_propagation_cases_hold_mounts_leaves_no_mount_behind() {
+    let Some(endpoint) = endpoint_and_root("the interrupted propagation run") else {
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
     let suites = work.path().join("suites");
     std::fs::create_dir_all(&suites).unwrap();
