@@ -1,14 +1,15 @@
 //! `cri-harness clean`: removes the containers, then the sandboxes, that earlier runs left on a
 //! runtime (an interrupted run, a killed process), found by the harness's run-id label. A run
 //! that still holds its lease is left alone unless `--force` says otherwise. The images a run
-//! pulled and did not get to remove, listed in a record beside its lease, go too.
+//! pulled and did not get to remove, listed in a record beside its lease, go too, and so does
+//! its host directory once every mount under it is unmounted.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::common::{EndpointArgs, LeaseDirArg};
 use crate::runner::cleanup::{self, LeaseState, Selector};
-use crate::runner::host;
+use crate::runner::{default_work_dir, host};
 use crate::world::pulled;
 
 /// Arguments of `cri-harness clean`.
@@ -24,6 +25,10 @@ pub struct Args {
     force: bool,
     #[command(flatten)]
     lease: LeaseDirArg,
+    /// The runs' work directory, where each left its cases' host directories and mounts
+    /// [default: TMPDIR/cri-harness]
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 /// Runs `cri-harness clean`.
@@ -45,6 +50,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }),
         }
     }
+    // A run whose runtime objects are all gone can still have left its host directory.
+    if let Some(run_id) = &args.run_id {
+        let listed = selectors.iter().any(|s| s.run_id.as_ref() == Some(run_id));
+        let live = alive.iter().any(|(id, _)| id == run_id);
+        let held = matches!(
+            cleanup::lease_state(&lease_dir, run_id),
+            LeaseState::Held(_)
+        );
+        if !listed && !live && (args.force || !held) {
+            selectors.push(Selector {
+                run_id: Some(run_id.clone()),
+                case: None,
+            });
+        }
+    }
+    let work_dir = args.work_dir.clone().unwrap_or_else(default_work_dir);
     let mut removed = 0;
     let mut left: Vec<String> = Vec::new();
     for selector in &selectors {
@@ -59,6 +80,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(run_id) = &selector.run_id {
             if let Err(err) = host::remove_run_cgroups(run_id) {
                 eprintln!("error: {err}");
+            }
+            let run_dir = work_dir.join(run_id);
+            match host::remove_run_dir(&run_dir) {
+                Ok(true) => println!("removed the host directory {}", run_dir.display()),
+                Ok(false) => {}
+                Err(message) => left.push(message),
             }
         }
         left.extend(

@@ -389,6 +389,8 @@ registry! {
     pod_sandbox_stats::PodSandboxStats,
     connect::Connect,
     check_host_path::CheckHostPath,
+    host_mount::HostMount,
+    check_host_mount::CheckHostMount,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
