@@ -12,7 +12,7 @@ use super::error::RpcError;
 use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
-use super::state::{container_name, sandbox_name, selector};
+use super::state::{container_name, sandbox_name, selector, Process};
 use super::{stats, status_info, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
@@ -150,7 +150,17 @@ fn run_pod_sandbox(
         annotations: config.annotations,
         runtime_handler: request.runtime_handler,
     };
-    inner.state.insert_sandbox(status, Some(name));
+    // The ports PortForward finds open: what the pod declares, as a pod's servers would.
+    let ports = config
+        .port_mappings
+        .iter()
+        .filter_map(|mapping| u16::try_from(mapping.container_port).ok())
+        .collect();
+    let key = inner.state.insert_sandbox(status, Some(name));
+    inner
+        .state
+        .sandboxes
+        .update(key, |sandbox| sandbox.ports = ports);
     Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
 }
 
@@ -362,9 +372,15 @@ fn create_container(
         stop_signal: config.stop_signal,
         ..Default::default()
     };
-    inner
+    let process = Process {
+        argv: config.command.into_iter().chain(config.args).collect(),
+        stdin: config.stdin,
+        tty: config.tty,
+    };
+    let key = inner
         .state
         .insert_container(pod_sandbox_id, status, Some(name), memory_limit);
+    inner.state.containers.update(key, |c| c.process = process);
     Ok(v1::CreateContainerResponse { container_id: id })
 }
 
