@@ -13,7 +13,7 @@ use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::state::{container_name, sandbox_name, selector, Process};
-use super::{stats, status_info, Inner, MockRuntime};
+use super::{stats, status_info, streaming, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -724,21 +724,25 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::ExecRequest>,
     ) -> Result<Response<v1::ExecResponse>, Status> {
-        self.unmodelled("Exec", request).await
+        self.0.dispatch("Exec", request, streaming::rpc::exec).await
     }
 
     async fn attach(
         &self,
         request: Request<v1::AttachRequest>,
     ) -> Result<Response<v1::AttachResponse>, Status> {
-        self.unmodelled("Attach", request).await
+        self.0
+            .dispatch("Attach", request, streaming::rpc::attach)
+            .await
     }
 
     async fn port_forward(
         &self,
         request: Request<v1::PortForwardRequest>,
     ) -> Result<Response<v1::PortForwardResponse>, Status> {
-        self.unmodelled("PortForward", request).await
+        self.0
+            .dispatch("PortForward", request, streaming::rpc::port_forward)
+            .await
     }
 
     async fn container_stats(
