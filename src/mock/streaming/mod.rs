@@ -180,3 +180,26 @@ fn shared(idle: Duration) -> Arc<Shared> {
         idle,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::shell(&["sh"], true, Attached::Shell)]
+    #[case::shell_by_path(&["/bin/bash"], true, Attached::Shell)]
+    #[case::cat(&["cat"], true, Attached::Cat)]
+    #[case::shell_script(&["sh", "-c", "sleep 9"], true, Attached::Silent)]
+    #[case::no_stdin(&["sh"], false, Attached::Silent)]
+    #[case::image_default(&[], true, Attached::Silent)]
+    fn attach_sees_a_shell_cat_or_a_silent_process(
+        #[case] argv: &[&str],
+        #[case] stdin: bool,
+        #[case] attached: Attached,
+    ) {
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        assert_eq!(Attached::of(&argv, stdin), attached);
+    }
+}
