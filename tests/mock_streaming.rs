@@ -253,6 +253,32 @@ async fn a_tty_merges_stderr_ends_lines_with_crlf_and_follows_resizes() {
 }
 
 #[tokio::test]
+async fn a_raw_terminal_clients_enter_and_control_d_work_as_on_a_tty() {
+    let (_mock, client, _, container) = running(&["sleep", "3600"], false, &[]).await;
+    let request = v1::ExecRequest {
+        container_id: container,
+        cmd: vec!["sh".to_owned()],
+        stdin: true,
+        stdout: true,
+        tty: true,
+        ..Default::default()
+    };
+    let url = exec_url(&client, request).await;
+    let (mut socket, _) = dial(&url, &[REMOTE_COMMAND_V4]).await.expect("upgrade");
+    socket
+        .send(Message::binary(frame(0, b"echo typed\r")))
+        .await
+        .unwrap();
+    socket
+        .send(Message::binary(frame(0, b"\x04")))
+        .await
+        .unwrap();
+    let collected = collect(&mut socket).await;
+    assert_eq!(collected.stdout, b"typed\r\n");
+    assert_eq!(exit_code(&collected), Outcome::Exited(0));
+}
+
+#[tokio::test]
 async fn critests_tty_exec_gets_hello_with_crlf() {
     let (_mock, client, _, container) = running(&["sleep", "3600"], false, &[]).await;
     let request = v1::ExecRequest {

@@ -82,9 +82,13 @@ where
                 match message {
                     Message::Binary(data) => match split(&data) {
                         Some((channel, payload)) if channel == Channel::Stdin as u8 => {
-                            if let Some(stdin) = &stdin {
+                            let (input, end) = terminal_input(streams.tty, payload);
+                            if let Some(open) = &stdin {
                                 // The command may have stopped reading; that is its business.
-                                let _ = stdin.send(payload.to_vec());
+                                let _ = open.send(input);
+                            }
+                            if end {
+                                stdin = None;
                             }
                         }
                         Some((channel, payload)) if channel == Channel::Resize as u8 => {
@@ -133,6 +137,23 @@ where
     Ok(())
 }
 
+/// What the command reads of a stdin message, and whether it ends the input. A terminal in
+/// canonical mode turns Enter's `\r` into `\n` (`icrnl`) and ends the input at `^D`, which is
+/// how a raw-mode client such as `kubectl exec -it` types.
+fn terminal_input(tty: bool, payload: &[u8]) -> (Vec<u8>, bool) {
+    const END_OF_TRANSMISSION: u8 = 0x04;
+    if !tty {
+        return (payload.to_vec(), false);
+    }
+    let end = payload.iter().position(|b| *b == END_OF_TRANSMISSION);
+    let typed = &payload[..end.unwrap_or(payload.len())];
+    let input = typed
+        .iter()
+        .map(|b| if *b == b'\r' { b'\n' } else { *b })
+        .collect();
+    (input, end.is_some())
+}
+
 /// One binary message on `channel`.
 fn binary(channel: u8, payload: &[u8]) -> Message {
     Message::binary(frame(channel, payload))
@@ -161,4 +182,24 @@ where
         translated.push(*byte);
     }
     sink.send(binary(channel as u8, &translated)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::pipe_is_verbatim(false, b"a\r\x04b", b"a\r\x04b", false)]
+    #[case::enter_is_a_newline(true, b"ls\r", b"ls\n", false)]
+    #[case::control_d_ends_input(true, b"x\rrest\x04ignored", b"x\nrest", true)]
+    fn a_terminal_reads_stdin_as_a_canonical_tty_would(
+        #[case] tty: bool,
+        #[case] payload: &[u8],
+        #[case] input: &[u8],
+        #[case] end: bool,
+    ) {
+        assert_eq!(terminal_input(tty, payload), (input.to_vec(), end));
+    }
 }
