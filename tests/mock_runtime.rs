@@ -783,7 +783,6 @@ async fn list_containers_items_match_their_status() {
 
 #[rstest]
 #[case::exec_sync("ExecSync")]
-#[case::exec("Exec")]
 #[case::checkpoint_container("CheckpointContainer")]
 #[case::runtime_config("RuntimeConfig")]
 #[case::stream_containers("StreamContainers")]
@@ -796,7 +795,6 @@ async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str
             .exec_sync(v1::ExecSyncRequest::default())
             .await
             .unwrap_err(),
-        "Exec" => runtime.exec(v1::ExecRequest::default()).await.unwrap_err(),
         "CheckpointContainer" => runtime
             .checkpoint_container(v1::CheckpointContainerRequest::default())
             .await

@@ -191,6 +191,63 @@ pub(crate) enum RpcError {
         /// The offending CIDR, trimmed.
         cidr: String,
     },
+    /// Exec of an unknown container, worded as containerd 1.6 words it there.
+    #[error("failed to find container \"{id}\" in store: not found")]
+    ExecContainerNotFound {
+        /// The id as given.
+        id: String,
+    },
+    /// Attach of an unknown container, worded as containerd 1.6 words it there (without the
+    /// id).
+    #[error("failed to find container in store: not found")]
+    AttachContainerNotFound {
+        /// The id as given.
+        id: String,
+    },
+    /// PortForward to an unknown sandbox, worded as containerd 1.6 words it there.
+    #[error("failed to find sandbox \"{id}\": not found")]
+    ForwardSandboxNotFound {
+        /// The id as given.
+        id: String,
+    },
+    /// Exec or Attach of a container that is not running, worded as containerd 1.6 words it.
+    #[error("container is in {state} state")]
+    StreamNotRunning {
+        /// The container id.
+        id: String,
+        /// The state's proto name, e.g. `CONTAINER_EXITED`.
+        state: &'static str,
+    },
+    /// Exec or Attach asking for no stream at all, worded as containerd 1.6's streaming server
+    /// words it for each.
+    #[error("one of stdin, stdout, {} stderr must be set", if *.method == "Attach" { "and" } else { "or" })]
+    NoStreams {
+        /// Short method name.
+        method: &'static str,
+    },
+    /// Exec or Attach asking for a TTY and a separate stderr, which a terminal cannot give.
+    #[error("tty and stderr cannot both be true")]
+    TtyWithStderr {
+        /// Short method name.
+        method: &'static str,
+    },
+    /// PortForward to a sandbox that is not READY, worded as containerd 1.6 words it.
+    #[error("sandbox container is not running")]
+    ForwardNotReady {
+        /// The sandbox id.
+        id: String,
+    },
+    /// The streaming server holds as many unused tokens as the kubelet's allows.
+    #[error("maximum number of in-flight requests exceeded")]
+    TooManyStreams,
+    /// The streaming server could not be started.
+    #[error("{method}: the mock's streaming server cannot start: {reason}")]
+    StreamingServer {
+        /// Short method name.
+        method: &'static str,
+        /// Why, as text (the I/O error is not `Clone`).
+        reason: String,
+    },
     /// A call the mock does not model.
     #[error("cri-harness mock does not implement {service}/{method}")]
     Unimplemented {
@@ -253,13 +310,18 @@ impl From<RpcError> for tonic::Status {
             | RpcError::UnknownMethod { .. }
             | RpcError::InvalidCode { .. }
             | RpcError::UntargetedMethod { .. }
-            | RpcError::NegativeTime { .. } => Code::InvalidArgument,
+            | RpcError::NegativeTime { .. }
+            | RpcError::NoStreams { .. }
+            | RpcError::TtyWithStderr { .. } => Code::InvalidArgument,
             RpcError::SandboxNotFound { .. }
             | RpcError::ContainerNotFound { .. }
             | RpcError::SandboxNotRunning { .. }
             | RpcError::ImageNotFound { .. }
             | RpcError::NoSuchContainer { .. }
-            | RpcError::NoSuchSandbox { .. } => Code::NotFound,
+            | RpcError::NoSuchSandbox { .. }
+            | RpcError::ExecContainerNotFound { .. }
+            | RpcError::AttachContainerNotFound { .. }
+            | RpcError::ForwardSandboxNotFound { .. } => Code::NotFound,
             RpcError::SandboxNotReady { .. } => Code::Unavailable,
             // containerd answers these with untyped errors, which gRPC carries as Unknown.
             RpcError::AmbiguousId { .. }
@@ -270,7 +332,11 @@ impl From<RpcError> for tonic::Status {
             | RpcError::NoTaskMetrics { .. }
             | RpcError::ContainerNotRunning { .. }
             | RpcError::InvalidPodCidr { .. }
-            | RpcError::GroupWithoutUser { .. } => Code::Unknown,
+            | RpcError::GroupWithoutUser { .. }
+            | RpcError::StreamNotRunning { .. }
+            | RpcError::ForwardNotReady { .. } => Code::Unknown,
+            RpcError::TooManyStreams => Code::ResourceExhausted,
+            RpcError::StreamingServer { .. } => Code::Internal,
             RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
         };
@@ -294,6 +360,10 @@ mod tests {
     #[case::wrong_state(RpcError::ContainerInState { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
     #[case::group_without_user(RpcError::GroupWithoutUser { group: 1002 }, Code::Unknown)]
     #[case::unmodelled(RpcError::Unimplemented { service: "RuntimeService", method: "Exec" }, Code::Unimplemented)]
+    #[case::exec_stopped(RpcError::StreamNotRunning { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
+    #[case::exec_no_streams(RpcError::NoStreams { method: "Exec" }, Code::InvalidArgument)]
+    #[case::exec_unknown(RpcError::ExecContainerNotFound { id: "x".into() }, Code::NotFound)]
+    #[case::forward_stopped(RpcError::ForwardNotReady { id: "x".into() }, Code::Unknown)]
     #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
     fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {
         let message = err.to_string();

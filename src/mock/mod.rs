@@ -18,6 +18,7 @@ mod server;
 mod state;
 mod stats;
 mod status_info;
+mod streaming;
 mod summary;
 
 pub use error::MockError;
@@ -48,6 +49,8 @@ pub(crate) struct Inner {
     pub(crate) log: call_log::CallLog,
     /// The Version answer.
     pub(crate) version: v1::VersionResponse,
+    /// The streaming server Exec, Attach and PortForward URLs point at.
+    pub(crate) streaming: streaming::Streaming,
 }
 
 impl Default for Inner {
@@ -58,6 +61,7 @@ impl Default for Inner {
             faults: faults::Faults::default(),
             log: call_log::CallLog::default(),
             version: default_version(),
+            streaming: streaming::Streaming::default(),
         }
     }
 }

@@ -12,8 +12,8 @@ use super::error::RpcError;
 use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
-use super::state::{container_name, sandbox_name, selector};
-use super::{stats, status_info, Inner, MockRuntime};
+use super::state::{container_name, sandbox_name, selector, Process};
+use super::{stats, status_info, streaming, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -150,7 +150,17 @@ fn run_pod_sandbox(
         annotations: config.annotations,
         runtime_handler: request.runtime_handler,
     };
-    inner.state.insert_sandbox(status, Some(name));
+    // The ports PortForward finds open: what the pod declares, as a pod's servers would.
+    let ports = config
+        .port_mappings
+        .iter()
+        .filter_map(|mapping| u16::try_from(mapping.container_port).ok())
+        .collect();
+    let key = inner.state.insert_sandbox(status, Some(name));
+    inner
+        .state
+        .sandboxes
+        .update(key, |sandbox| sandbox.ports = ports);
     Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
 }
 
@@ -376,9 +386,15 @@ fn create_container(
         stop_signal: config.stop_signal,
         ..Default::default()
     };
-    inner
+    let process = Process {
+        argv: config.command.into_iter().chain(config.args).collect(),
+        stdin: config.stdin,
+        tty: config.tty,
+    };
+    let key = inner
         .state
         .insert_container(pod_sandbox_id, status, Some(name), memory_limit);
+    inner.state.containers.update(key, |c| c.process = process);
     Ok(v1::CreateContainerResponse { container_id: id })
 }
 
@@ -722,21 +738,25 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::ExecRequest>,
     ) -> Result<Response<v1::ExecResponse>, Status> {
-        self.unmodelled("Exec", request).await
+        self.0.dispatch("Exec", request, streaming::rpc::exec).await
     }
 
     async fn attach(
         &self,
         request: Request<v1::AttachRequest>,
     ) -> Result<Response<v1::AttachResponse>, Status> {
-        self.unmodelled("Attach", request).await
+        self.0
+            .dispatch("Attach", request, streaming::rpc::attach)
+            .await
     }
 
     async fn port_forward(
         &self,
         request: Request<v1::PortForwardRequest>,
     ) -> Result<Response<v1::PortForwardResponse>, Status> {
-        self.unmodelled("PortForward", request).await
+        self.0
+            .dispatch("PortForward", request, streaming::rpc::port_forward)
+            .await
     }
 
     async fn container_stats(

@@ -140,11 +140,15 @@ impl MockRuntime {
                 let (stop, stopped) = watch::channel(false);
                 let (finished, done) = oneshot::channel();
                 let router = self.router();
+                let mock = self.clone();
                 let served = path.clone();
                 std::thread::Builder::new()
                     .name("mock-cri-server".to_owned())
                     .spawn(move || {
                         runtime.block_on(serve(router, listener, stopped, &served));
+                        // Its connections go with the runtime; say so, so a later start
+                        // of this mock does not hand out URLs nobody answers.
+                        mock.lock().streaming.stop();
                         // Nobody may be waiting for the end; that is fine.
                         let _ = finished.send(());
                     })

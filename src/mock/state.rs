@@ -21,6 +21,9 @@ pub(crate) struct Sandbox {
     /// CPU time of its containers already removed, in nanoseconds, so the pod's CPU usage
     /// never goes down when one goes (a pod cgroup keeps counting what its children used).
     pub(crate) retired_cpu_nanos: u64,
+    /// The container ports of its config's port mappings: the ports its pod "listens" on for
+    /// PortForward (none for seeded sandboxes).
+    pub(crate) ports: Vec<u16>,
 }
 
 /// A container as the mock holds it.
@@ -34,6 +37,19 @@ pub(crate) struct Container {
     pub(crate) name: Option<String>,
     /// Its memory limit in bytes (0: unlimited), from its config or UpdateContainerResources.
     pub(crate) memory_limit: i64,
+    /// The process it runs, as Attach sees it.
+    pub(crate) process: Process,
+}
+
+/// A container's modelled main process: its command line and how its stdio was set up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Process {
+    /// Command then args, as configured (empty: the image's default).
+    pub(crate) argv: Vec<String>,
+    /// The container keeps its stdin open.
+    pub(crate) stdin: bool,
+    /// The container runs on a terminal.
+    pub(crate) tty: bool,
 }
 
 impl Indexed for Sandbox {
@@ -272,6 +288,7 @@ impl State {
             status,
             name,
             retired_cpu_nanos: 0,
+            ports: Vec::new(),
         })
     }
 
@@ -288,6 +305,7 @@ impl State {
             status,
             name,
             memory_limit,
+            process: Process::default(),
         })
     }
 

@@ -1,0 +1,205 @@
+//! The mock's streaming server: Exec, Attach and PortForward answer a URL on a small HTTP
+//! server on 127.0.0.1 (started with the first such call, stopped with the mock), where a
+//! WebSocket client speaks the Kubernetes channel protocols (`crate::streaming::protocol`) to
+//! a built-in command set run in-process, or to an echo server per forwarded port.
+
+mod commands;
+mod error;
+mod port_forward;
+mod remote_command;
+pub(crate) mod rpc;
+mod server;
+mod tokens;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokens::Tokens;
+
+/// How long a connection may go without a message either way before the mock drops it. The
+/// kubelet's default is hours; a test harness wants a silent client gone much sooner.
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Which of the process's streams a client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Streams {
+    /// The client sends stdin.
+    pub(crate) stdin: bool,
+    /// The client wants stdout.
+    pub(crate) stdout: bool,
+    /// The client wants stderr apart (never with a TTY).
+    pub(crate) stderr: bool,
+    /// The process runs on a terminal: stderr joins stdout, `\n` leaves as `\r\n`.
+    pub(crate) tty: bool,
+}
+
+/// What Attach connects to: the container's main process, as the mock models it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Attached {
+    /// A shell reading commands from stdin (`sh`, `bash` without `-c`).
+    Shell,
+    /// `cat`: stdin back to stdout.
+    Cat,
+    /// Anything else, or a container without stdin: it reads nothing and writes nothing.
+    Silent,
+}
+
+impl Attached {
+    /// The model of a container's process from its command line and stdin setting.
+    pub(crate) fn of(argv: &[String], stdin: bool) -> Attached {
+        let name = argv.first().map(|a| commands::base_name(a));
+        match name {
+            _ if !stdin => Attached::Silent,
+            Some("sh" | "bash" | "ash" | "dash") if argv.len() == 1 => Attached::Shell,
+            Some("cat") if argv.len() == 1 => Attached::Cat,
+            _ => Attached::Silent,
+        }
+    }
+}
+
+/// A remote command waiting for its connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Command {
+    /// What runs: an exec's command line, or the attached process.
+    pub(crate) program: Program,
+    /// The streams the request asked for.
+    pub(crate) streams: Streams,
+}
+
+/// What a remote command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Program {
+    /// Exec: a command line of the built-in set.
+    Exec(Vec<String>),
+    /// Attach: the container's process.
+    Attach(Attached),
+}
+
+/// A port forward waiting for its connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Forward {
+    /// The sandbox's full id, for error messages.
+    pub(crate) sandbox: String,
+    /// The ports its pod listens on.
+    pub(crate) listening: Vec<u16>,
+}
+
+/// A request a token stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// Exec or Attach.
+    Command(Command),
+    /// PortForward.
+    PortForward(Forward),
+}
+
+impl Pending {
+    /// The URL path segment that serves this kind of request.
+    fn route(&self) -> &'static str {
+        match self {
+            Pending::Command(Command {
+                program: Program::Exec(_),
+                ..
+            }) => "exec",
+            Pending::Command(Command {
+                program: Program::Attach(_),
+                ..
+            }) => "attach",
+            Pending::PortForward(_) => "portforward",
+        }
+    }
+}
+
+/// What the accept loop and every connection share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    tokens: Mutex<Tokens>,
+    idle: Duration,
+}
+
+impl Shared {
+    fn consume(&self, token: &str) -> Option<Pending> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .consume(token, Instant::now())
+    }
+}
+
+/// The mock's streaming server, if started: part of the mock's state, so it lives as long as
+/// the mock (dropping it stops the server and every connection).
+#[derive(Debug, Default)]
+pub(crate) struct Streaming {
+    running: Option<server::Running>,
+}
+
+impl Streaming {
+    /// The URL a client connects to for `pending`, starting the server if it is not running
+    /// (it never started, or the runtime it ran on is gone with an earlier socket server).
+    pub(crate) fn url(
+        &mut self,
+        method: &'static str,
+        pending: Pending,
+    ) -> Result<String, crate::mock::error::RpcError> {
+        use crate::mock::error::RpcError;
+        if !self.running.as_ref().is_some_and(server::Running::is_alive) {
+            let running =
+                server::Running::start(IDLE_TIMEOUT).map_err(|err| RpcError::StreamingServer {
+                    method,
+                    reason: err.to_string(),
+                })?;
+            self.running = Some(running);
+        }
+        let Some(running) = &self.running else {
+            return Err(RpcError::StreamingServer {
+                method,
+                reason: "not running".to_owned(),
+            });
+        };
+        let route = pending.route();
+        let token = running
+            .shared
+            .tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pending, Instant::now())
+            .ok_or(RpcError::TooManyStreams)?;
+        Ok(format!("http://{}/{route}/{token}", running.addr))
+    }
+
+    /// Stops the server and drops every connection.
+    pub(crate) fn stop(&mut self) {
+        self.running = None;
+    }
+}
+
+/// Shared state handed to the server at start.
+fn shared(idle: Duration) -> Arc<Shared> {
+    Arc::new(Shared {
+        tokens: Mutex::new(Tokens::default()),
+        idle,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::shell(&["sh"], true, Attached::Shell)]
+    #[case::shell_by_path(&["/bin/bash"], true, Attached::Shell)]
+    #[case::cat(&["cat"], true, Attached::Cat)]
+    #[case::shell_script(&["sh", "-c", "sleep 9"], true, Attached::Silent)]
+    #[case::no_stdin(&["sh"], false, Attached::Silent)]
+    #[case::image_default(&[], true, Attached::Silent)]
+    fn attach_sees_a_shell_cat_or_a_silent_process(
+        #[case] argv: &[&str],
+        #[case] stdin: bool,
+        #[case] attached: Attached,
+    ) {
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        assert_eq!(Attached::of(&argv, stdin), attached);
+    }
+}
