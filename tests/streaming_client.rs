@@ -9,12 +9,14 @@ mod support;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use cri_harness::cri::{self, labels, v1, ConnectOptions, CriClient, Endpoint};
 use cri_harness::streaming::protocol::{self, Outcome, TerminalSize};
 use cri_harness::streaming::remote_command::{self, RemoteCommandInput, RemoteCommandOutput};
-use cri_harness::streaming::{self as streaming, ClosedBy, StreamError};
+use cri_harness::streaming::{self as streaming, ClosedBy, StreamError, StreamUrl};
 use futures::{FutureExt as _, StreamExt as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
@@ -32,6 +34,19 @@ fn run_id() -> String {
     format!("stream{}", std::process::id())
 }
 
+/// The network namespace of the runtime's process, where its streaming server's loopback
+/// address is (CI runs containerd in a namespace of its own).
+static RUNTIME_NETNS: OnceLock<PathBuf> = OnceLock::new();
+
+/// `url` checked, and dialled from the runtime's network namespace.
+fn dial(url: &str) -> StreamUrl {
+    let url = StreamUrl::parse(url).expect("a loopback streaming URL");
+    match RUNTIME_NETNS.get() {
+        Some(netns) => url.dialled_from(netns),
+        None => url,
+    }
+}
+
 /// A client of the real runtime, or `None` (after a visible skip line) without one.
 async fn real_runtime(test: &str) -> Option<CriClient> {
     let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
@@ -42,6 +57,10 @@ async fn real_runtime(test: &str) -> Option<CriClient> {
         return None;
     };
     let endpoint: Endpoint = endpoint.parse().expect("a valid endpoint");
+    if let Endpoint::Unix(socket) = &endpoint {
+        let netns = streaming::runtime_netns(socket).expect("the runtime's network namespace");
+        let _ = RUNTIME_NETNS.set(netns);
+    }
     let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
         .await
         .expect("the runtime answers");
@@ -168,7 +187,7 @@ fn exec_request(container: &str, command: &[&str]) -> v1::ExecRequest {
 /// Execs `command` in `container` with nothing on stdin.
 async fn exec(client: &CriClient, container: &str, command: &[&str]) -> RemoteCommandOutput {
     let url = exec_url(client, exec_request(container, command)).await;
-    remote_command::run(&url, &RemoteCommandInput::default(), deadline())
+    remote_command::run_at(&dial(&url), &RemoteCommandInput::default(), deadline())
         .await
         .expect("the exec stream")
 }
@@ -264,7 +283,7 @@ async fn exec_with_a_tty_reads_stdin_and_takes_a_resize() {
             }],
             ..Default::default()
         };
-        let output = remote_command::run(&url, &input, deadline())
+        let output = remote_command::run_at(&dial(&url), &input, deadline())
             .await
             .expect("the exec stream");
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -294,7 +313,7 @@ async fn on_v4_stdin_never_ends_so_cat_runs_until_the_deadline() {
             detach_on_stdout: Some(b"some input\n".to_vec()),
             ..Default::default()
         };
-        let output = remote_command::run(&url, &input, deadline())
+        let output = remote_command::run_at(&dial(&url), &input, deadline())
             .await
             .expect("the exec stream");
         assert_eq!(output.outcome, None, "detached");
@@ -304,9 +323,10 @@ async fn on_v4_stdin_never_ends_so_cat_runs_until_the_deadline() {
             stdin: Some(b"some input\n".to_vec()),
             ..Default::default()
         };
-        let error = remote_command::run(&url, &input, Instant::now() + Duration::from_secs(3))
-            .await
-            .unwrap_err();
+        let error =
+            remote_command::run_at(&dial(&url), &input, Instant::now() + Duration::from_secs(3))
+                .await
+                .unwrap_err();
         assert!(error.is_deadline(), "{error}");
         assert!(error.to_string().contains(&url), "{error}");
         pod
@@ -319,9 +339,11 @@ async fn an_exec_url_serves_once() {
     with_pod("exec-once", false, |client, pod| async move {
         let container = sleeper(&pod).await;
         let url = exec_url(&client, exec_request(&container, &["true"])).await;
-        let first = remote_command::run(&url, &RemoteCommandInput::default(), deadline()).await;
+        let first =
+            remote_command::run_at(&dial(&url), &RemoteCommandInput::default(), deadline()).await;
         assert_eq!(first.expect("first use").outcome, Some(Outcome::Exited(0)));
-        let again = remote_command::run(&url, &RemoteCommandInput::default(), deadline()).await;
+        let again =
+            remote_command::run_at(&dial(&url), &RemoteCommandInput::default(), deadline()).await;
         assert!(
             matches!(again, Err(StreamError::Handshake { .. })),
             "{again:?}"
@@ -357,7 +379,7 @@ async fn attach_to_a_shell_with_a_tty_runs_what_is_typed_until_it_exits() {
             }],
             ..Default::default()
         };
-        let output = remote_command::run(&url, &input, deadline())
+        let output = remote_command::run_at(&dial(&url), &input, deadline())
             .await
             .expect("the attach stream");
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -392,7 +414,7 @@ async fn attach_without_a_tty_echoes_and_the_client_detaches() {
             detach_on_stdout: Some(b"hello\n".to_vec()),
             ..Default::default()
         };
-        let output = remote_command::run(&url, &input, deadline())
+        let output = remote_command::run_at(&dial(&url), &input, deadline())
             .await
             .expect("the attach stream");
         assert_eq!(output.stdout, b"hello\n");
@@ -425,7 +447,8 @@ async fn get_through(
 ) -> (Result<streaming::Forwarded, StreamError>, Vec<u8>) {
     let url = port_forward_url(client, pod, port).await;
     let (mut ours, theirs) = tokio::io::duplex(64 * 1024);
-    let relay = streaming::forward(&url, port, theirs, deadline());
+    let dialled = dial(&url);
+    let relay = streaming::forward_at(&dialled, port, theirs, deadline());
     let talk = async {
         ours.write_all(b"GET / HTTP/1.0\r\n\r\n").await.unwrap();
         let mut answer = Vec::new();
@@ -519,8 +542,7 @@ async fn first_message(url: &str) -> Option<Vec<u8>> {
         "Sec-WebSocket-Protocol",
         protocol::PORT_FORWARD_V4.parse().unwrap(),
     );
-    let address = ws["ws://".len()..].split('/').next().unwrap().to_owned();
-    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let tcp = dial(url).tcp().await.expect("the streaming server answers");
     let (mut socket, _) = tokio_tungstenite::client_async(request, tcp)
         .await
         .expect("the upgrade");
@@ -563,7 +585,7 @@ async fn on_containerd_the_request_names_the_port_and_the_port_query_is_ignored(
         // The client says so rather than reporting an empty relay.
         let url = port_forward_url_for(&client, &pod, vec![]).await;
         let (_ours, theirs) = tokio::io::duplex(64);
-        let error = streaming::forward(&url, 8081, theirs, deadline())
+        let error = streaming::forward_at(&dial(&url), 8081, theirs, deadline())
             .await
             .unwrap_err();
         assert!(

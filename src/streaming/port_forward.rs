@@ -57,12 +57,25 @@ pub async fn forward<L>(
 where
     L: AsyncRead + AsyncWrite,
 {
+    forward_at(&StreamUrl::parse(url)?, port, local, deadline).await
+}
+
+/// [`forward`] for a URL already checked, e.g. one [dialled from](StreamUrl::dialled_from)
+/// the runtime's network namespace.
+pub async fn forward_at<L>(
+    url: &StreamUrl,
+    port: u16,
+    local: L,
+    deadline: Instant,
+) -> Result<Forwarded, StreamError>
+where
+    L: AsyncRead + AsyncWrite,
+{
     let allowed = deadline.saturating_duration_since(Instant::now());
-    let url = StreamUrl::parse(url)?;
     let target = url.with_query(protocol::PORT_QUERY, &port.to_string())?;
     let session = async {
         let (socket, _) = connect::open(&target, &[protocol::PORT_FORWARD_V4]).await?;
-        relay(&url, port, socket, local, deadline).await
+        relay(url, port, socket, local, deadline).await
     };
     tokio::time::timeout_at(deadline, session)
         .await
