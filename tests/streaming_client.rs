@@ -202,6 +202,33 @@ async fn exec_echo_answers_its_output_on_v4_with_exit_code_zero() {
         assert_eq!(output.stdout, b"hello\n");
         assert_eq!(output.stderr, b"");
         assert_eq!(output.outcome, Some(Outcome::Exited(0)));
+        // Before any output the server says "open" with an empty message on stdout.
+        let url = exec_url(&client, exec_request(&container, &["echo", "hello"])).await;
+        assert_eq!(first_message(&url).await, Some(vec![1]));
+        pod
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn exec_into_a_stopped_container_is_refused_by_the_exec_call() {
+    with_pod("exec-stopped", false, |client, pod| async move {
+        let container = pod.start("done", &["true"], false, false).await;
+        client
+            .stop_container(&container, 0)
+            .await
+            .expect("StopContainer");
+        let refused = client
+            .runtime_service()
+            .exec(exec_request(&container, &["echo", "hello"]))
+            .await
+            .unwrap_err();
+        // containerd 1.6 refuses before handing out a URL, with code Unknown.
+        assert_eq!(refused.code(), tonic::Code::Unknown, "{refused:?}");
+        assert!(
+            refused.message().contains("CONTAINER_EXITED"),
+            "{refused:?}"
+        );
         pod
     })
     .await;
