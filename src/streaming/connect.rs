@@ -1,11 +1,21 @@
 //! Dialling a runtime's streaming URL: the loopback-only check, the `http` to `ws` scheme
 //! change, the TCP connection and the WebSocket upgrade with the subprotocols offered. The
 //! remote-command and port-forward clients share it.
+//!
+//! A streaming server's loopback address is its own network namespace's: a runtime that runs
+//! in a namespace of its own (as CI's containerd does) answers URLs only reachable from
+//! there. [`StreamUrl::dialled_from`] makes the client create its socket in that namespace,
+//! and [`runtime_netns`] finds the namespace of the process serving a CRI socket.
 
+use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsFd as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 
 use http::Uri;
-use tokio::net::TcpStream;
+use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::WebSocketStream;
@@ -25,6 +35,8 @@ pub struct StreamUrl {
     ws: Uri,
     /// Where to connect, in order of preference.
     addrs: Vec<SocketAddr>,
+    /// The network namespace to create the socket in; `None`: the caller's.
+    netns: Option<PathBuf>,
 }
 
 impl StreamUrl {
@@ -70,6 +82,7 @@ impl StreamUrl {
                 .into_iter()
                 .map(|ip| SocketAddr::new(ip, port))
                 .collect(),
+            netns: None,
         })
     }
 
@@ -95,6 +108,78 @@ impl StreamUrl {
     pub fn ws(&self) -> &Uri {
         &self.ws
     }
+
+    /// The same URL, dialled from the network namespace at `netns` (a `/proc/PID/ns/net` link
+    /// or a bind mount of one, e.g. from [`runtime_netns`]). Entering another namespace needs
+    /// `CAP_SYS_ADMIN`; a namespace that is the caller's own is not entered.
+    pub fn dialled_from(self, netns: impl Into<PathBuf>) -> StreamUrl {
+        StreamUrl {
+            netns: Some(netns.into()),
+            ..self
+        }
+    }
+
+    /// A TCP connection to the URL's host and port, from its network namespace, trying
+    /// each address in turn (`localhost`: IPv4 first).
+    pub async fn tcp(&self) -> Result<TcpStream, StreamError> {
+        let mut last = None;
+        for addr in &self.addrs {
+            let connected = match self.socket(addr) {
+                Ok(socket) => socket.connect(*addr).await,
+                Err(e) => Err(e),
+            };
+            match connected {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(StreamError::Connect {
+            url: self.text.clone(),
+            source: last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
+        })
+    }
+
+    /// A socket for `addr`, created in the URL's network namespace.
+    fn socket(&self, addr: &SocketAddr) -> std::io::Result<TcpSocket> {
+        let new = || match addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4(),
+            SocketAddr::V6(_) => TcpSocket::new_v6(),
+        };
+        let Some(netns) = &self.netns else {
+            return new();
+        };
+        let target = File::open(netns)?;
+        let own = File::open(OWN_NETNS)?;
+        let (t, o) = (target.metadata()?, own.metadata()?);
+        if (t.dev(), t.ino()) == (o.dev(), o.ino()) {
+            return new();
+        }
+        // A socket stays in the namespace it was made in, so this thread enters the target
+        // only for the socket() call and goes straight back: nothing else runs on it
+        // meanwhile, and the connect happens asynchronously afterwards.
+        move_into_link_name_space(target.as_fd(), Some(LinkNameSpaceType::Network))?;
+        let socket = new();
+        if let Err(e) = move_into_link_name_space(own.as_fd(), Some(LinkNameSpaceType::Network)) {
+            tracing::error!(netns = %netns.display(), error = %e, "cannot return this thread to its network namespace");
+            return Err(e.into());
+        }
+        socket
+    }
+}
+
+/// The calling thread's own network namespace.
+const OWN_NETNS: &str = "/proc/thread-self/ns/net";
+
+/// The network namespace of the process serving the unix socket at `socket` (a CRI
+/// endpoint): `/proc/PID/ns/net` of the socket's peer, where the runtime's streaming server
+/// listens.
+pub fn runtime_netns(socket: &Path) -> std::io::Result<PathBuf> {
+    let stream = std::os::unix::net::UnixStream::connect(socket)?;
+    let peer = rustix::net::sockopt::socket_peercred(&stream)?;
+    Ok(PathBuf::from(format!(
+        "/proc/{}/ns/net",
+        peer.pid.as_raw_nonzero()
+    )))
 }
 
 /// The addresses of a loopback host, IPv4 first; `None` for any other host. `localhost` is
@@ -130,21 +215,7 @@ pub(crate) async fn open(
             .map(|p| (*p).to_owned())
             .collect::<Vec<_>>()
     };
-    let mut last = None;
-    let mut tcp = None;
-    for addr in &url.addrs {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => {
-                tcp = Some(stream);
-                break;
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    let tcp = tcp.ok_or_else(|| StreamError::Connect {
-        url: url.text.clone(),
-        source: last.unwrap_or_else(|| std::io::Error::other("no address to connect to")),
-    })?;
+    let tcp = url.tcp().await?;
     // Streams are many small messages (a keystroke, a resize): waiting to fill a segment
     // would only add latency.
     let _ = tcp.set_nodelay(true);
@@ -230,6 +301,32 @@ mod tests {
             StreamUrl::parse("https://127.0.0.1:1/exec/t"),
             Err(StreamError::Tls { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn dialling_from_the_callers_own_namespace_connects_without_entering_it() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/exec/t", listener.local_addr().unwrap());
+        let url = StreamUrl::parse(&url).unwrap().dialled_from(OWN_NETNS);
+        let (dialled, accepted) = tokio::join!(url.tcp(), listener.accept());
+        assert_eq!(
+            dialled.unwrap().peer_addr().unwrap(),
+            accepted.unwrap().0.local_addr().unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn dialling_from_a_missing_namespace_fails_to_connect_naming_the_url() {
+        let url = StreamUrl::parse("http://127.0.0.1:9/exec/t")
+            .unwrap()
+            .dialled_from("/nonexistent/netns");
+        match url.tcp().await {
+            Err(StreamError::Connect { url, source }) => {
+                assert_eq!(url, "http://127.0.0.1:9/exec/t");
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected a connect error, got {other:?}"),
+        }
     }
 
     #[test]

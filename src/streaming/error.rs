@@ -124,6 +124,16 @@ pub enum StreamError {
         /// The channel byte.
         channel: u8,
     },
+    /// The server closed before opening the port's channels: it was not asked to forward this
+    /// port (a runtime on the kubelet's library forwards the PortForward request's ports and
+    /// ignores the `port` query).
+    #[error("port-forward {url:?} closed without opening port {port}; did the PortForward request name it?")]
+    PortNotOpened {
+        /// The URL as the runtime gave it.
+        url: String,
+        /// The port requested.
+        port: u16,
+    },
     /// The server reported a port-forward failure on the error channel (e.g. nothing listens
     /// on the port in the pod).
     #[error("port-forward of port {port} through {url:?} failed: {message}")]

@@ -44,8 +44,10 @@ pub enum ClosedBy {
 /// past it the call fails with [`StreamError::Deadline`] naming the URL and drops the
 /// connection. No task is spawned.
 ///
-/// Runtimes built on the kubelet's streaming library hand out single-use URLs: forward each
-/// connection through a URL of its own.
+/// The `port` query is sent as client-go sends it, but runtimes built on the kubelet's CRI
+/// streaming library (containerd 1.6) ignore it and forward the ports of the PortForward
+/// request, so that request must name `port` (alone: the client reads only the first pair of
+/// channels). Their URLs also serve once: forward each connection through a URL of its own.
 pub async fn forward<L>(
     url: &str,
     port: u16,
@@ -55,12 +57,25 @@ pub async fn forward<L>(
 where
     L: AsyncRead + AsyncWrite,
 {
+    forward_at(&StreamUrl::parse(url)?, port, local, deadline).await
+}
+
+/// [`forward`] for a URL already checked, e.g. one [dialled from](StreamUrl::dialled_from)
+/// the runtime's network namespace.
+pub async fn forward_at<L>(
+    url: &StreamUrl,
+    port: u16,
+    local: L,
+    deadline: Instant,
+) -> Result<Forwarded, StreamError>
+where
+    L: AsyncRead + AsyncWrite,
+{
     let allowed = deadline.saturating_duration_since(Instant::now());
-    let url = StreamUrl::parse(url)?;
     let target = url.with_query(protocol::PORT_QUERY, &port.to_string())?;
     let session = async {
         let (socket, _) = connect::open(&target, &[protocol::PORT_FORWARD_V4]).await?;
-        relay(&url, port, socket, local, deadline).await
+        relay(url, port, socket, local, deadline).await
     };
     tokio::time::timeout_at(deadline, session)
         .await
@@ -242,6 +257,12 @@ where
         local.flush().await.map_err(local_error)?;
         *received += payload.len() as u64;
     }
+    if !data_open {
+        return Err(StreamError::PortNotOpened {
+            url: url_text(),
+            port,
+        });
+    }
     Ok(())
 }
 
@@ -337,6 +358,20 @@ mod tests {
         let error = forward(&served.url, 81, theirs, soon()).await.unwrap_err();
         assert!(
             matches!(&error, StreamError::PortForward { port: 81, message, .. } if message == "connection refused on 81"),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_closes_before_opening_the_port_says_so() {
+        let served = serve_once(protocol::PORT_FORWARD_V4, |mut socket| async move {
+            let _ = socket.close(None).await;
+        })
+        .await;
+        let (_ours, theirs) = tokio::io::duplex(64);
+        let error = forward(&served.url, 7, theirs, soon()).await.unwrap_err();
+        assert!(
+            matches!(&error, StreamError::PortNotOpened { port: 7, .. }),
             "{error:?}"
         );
     }

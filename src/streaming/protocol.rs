@@ -23,7 +23,9 @@ pub const REMOTE_COMMAND_V5: &str = "v5.channel.k8s.io";
 pub const REMOTE_COMMAND_PROTOCOLS: &[&str] = &[REMOTE_COMMAND_V5, REMOTE_COMMAND_V4];
 /// Port forward over WebSocket (the server accepts the same v4 channel protocol name).
 pub const PORT_FORWARD_V4: &str = "v4.channel.k8s.io";
-/// The query parameter that names a port to forward, once per port.
+/// The query parameter that names a port to forward, once per port, as client-go sends it.
+/// containerd 1.6 (the kubelet's CRI streaming library) ignores it and forwards the ports of
+/// the PortForward request instead.
 pub const PORT_QUERY: &str = "port";
 
 /// A remote-command channel.

@@ -56,11 +56,20 @@ pub async fn run(
     input: &RemoteCommandInput,
     deadline: Instant,
 ) -> Result<RemoteCommandOutput, StreamError> {
+    run_at(&StreamUrl::parse(url)?, input, deadline).await
+}
+
+/// [`run`] for a URL already checked, e.g. one [dialled from](StreamUrl::dialled_from) the
+/// runtime's network namespace.
+pub async fn run_at(
+    url: &StreamUrl,
+    input: &RemoteCommandInput,
+    deadline: Instant,
+) -> Result<RemoteCommandOutput, StreamError> {
     let allowed = deadline.saturating_duration_since(Instant::now());
-    let url = StreamUrl::parse(url)?;
     let session = async {
-        let (socket, protocol) = connect::open(&url, protocol::REMOTE_COMMAND_PROTOCOLS).await?;
-        converse(&url, socket, protocol, input, deadline).await
+        let (socket, protocol) = connect::open(url, protocol::REMOTE_COMMAND_PROTOCOLS).await?;
+        converse(url, socket, protocol, input, deadline).await
     };
     tokio::time::timeout_at(deadline, session)
         .await

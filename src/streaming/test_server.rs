@@ -24,6 +24,8 @@ pub(crate) struct Served {
 
 /// Serves one WebSocket at `http://127.0.0.1:PORT/stream/token`, answering subprotocol
 /// `protocol` when the client offers it, then runs `script` on the socket.
+// tungstenite fixes the upgrade callback's error type (an HTTP response).
+#[allow(clippy::result_large_err)]
 pub(crate) async fn serve_once<F, Fut>(protocol: &'static str, script: F) -> Served
 where
     F: FnOnce(ServerSocket) -> Fut + Send + 'static,
