@@ -4,7 +4,7 @@
 //! Each case tagged `security` is run twice broken:
 //! - as against a runtime that ignores the security context: the case's steps lose every
 //!   security setting (the container's and the pod's `security:` maps, host namespaces,
-//!   a shared PID namespace), while its expectations stay. Every case that sets something
+//!   a shared PID namespace, mount propagation), while its expectations stay. Every case that sets something
 //!   must then fail, at a checking step, in that step's words.
 //! - with its first check's expectation inverted (a command expected to fail is expected to
 //!   succeed, and the other way round; an expected CreateContainer error is expected not to
@@ -30,6 +30,7 @@ const CHECKS: &[&str] = &[
     "create_container",
     "check_host_path",
     "check_host_mount",
+    "check_log",
     "connect",
 ];
 
@@ -42,13 +43,18 @@ fn security_suites() -> Vec<Suite> {
         .collect()
 }
 
-/// The case as a runtime that ignores every security setting would run it; `None` when the
-/// case sets nothing.
+/// The case as a runtime that ignores every security setting (and every mount's propagation,
+/// taking each as private) would run it; `None` when the case sets nothing.
 fn ignoring_security(case: &Case) -> Option<Case> {
     let mut broken = case.clone();
     for step in &mut broken.steps {
         match step {
-            Step::CreateContainer(create) => create.security = Default::default(),
+            Step::CreateContainer(create) => {
+                create.security = Default::default();
+                for mount in &mut create.mounts {
+                    mount.propagation = Default::default();
+                }
+            }
             Step::RunSandbox(run) => {
                 run.security = Default::default();
                 run.host_pid = false;
@@ -80,6 +86,21 @@ fn inverted(case: &Case) -> Option<(Case, usize)> {
             }
             Step::CreateContainer(create) if create.expect.error.is_some() => {
                 create.expect.error = None;
+                return Some((broken, index));
+            }
+            // The harness's own host side: the mount it made is said to be otherwise.
+            Step::CheckHostMount(check) => {
+                let expect = &mut check.expect;
+                if let Some(propagation) = &expect.propagation {
+                    let other = if propagation == "shared" {
+                        "private"
+                    } else {
+                        "shared"
+                    };
+                    expect.propagation = Some(other.to_owned());
+                } else {
+                    expect.mount_point = Some(!expect.mount_point.unwrap_or(true));
+                }
                 return Some((broken, index));
             }
             _ => {}
