@@ -39,6 +39,21 @@ pub enum Answer {
     Netns(#[serde(serialize_with = "netns_token")] String),
     /// `GetPodContainerID(...)`.
     ContainerId(ContainerId),
+    /// `PortForward(pod, port, stream)`: what crossed each connection, in opening order.
+    Forwarded {
+        /// One exchange per connection.
+        connections: Vec<Exchange>,
+    },
+}
+
+/// What one port-forwarded connection carried, as text (lossy UTF-8), so a snapshot shows
+/// the bytes themselves rather than counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Exchange {
+    /// The bytes sent to the pod's port.
+    pub sent: String,
+    /// The bytes the pod's port answered.
+    pub received: String,
 }
 
 fn netns_token<S: Serializer>(path: &str, serializer: S) -> Result<S::Ok, S::Error> {

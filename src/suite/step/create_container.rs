@@ -15,7 +15,7 @@ use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `security`, `expect`"
+    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `stdin`, `tty`, `security`, `expect`"
 )]
 pub struct CreateContainer {
     /// Container alias.
@@ -61,6 +61,13 @@ pub struct CreateContainer {
     /// one: `NAME/ATTEMPT.log`, the kubelet's layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_path: Option<String>,
+    /// Keep the process's stdin open for `attach` (CRI `stdin`; `stdin_once` stays false, so
+    /// stdin outlives one attach).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub stdin: bool,
+    /// Run the process on a terminal (CRI `tty`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tty: bool,
     /// Its Linux security context (default: the runtime's defaults, the pod's namespaces).
     #[serde(default, skip_serializing_if = "is_default")]
     pub security: Security,
@@ -424,6 +431,8 @@ impl CreateContainer {
             working_dir: String::new(),
             mounts: Vec::new(),
             log_path: None,
+            stdin: false,
+            tty: false,
             security: Security::default(),
             expect: CreateExpect::default(),
         }
@@ -564,6 +573,8 @@ impl StepDef for CreateContainer {
             log_path: log_path.clone().unwrap_or_default(),
             labels: container_labels,
             annotations: self.annotations.clone(),
+            stdin: self.stdin,
+            tty: self.tty,
             linux: Some(v1::LinuxContainerConfig {
                 security_context: Some(security),
                 ..Default::default()

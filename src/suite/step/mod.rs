@@ -374,6 +374,8 @@ registry! {
     check_network::CheckNetwork,
     list_containers::ListContainers,
     exec_sync::ExecSync,
+    exec::Exec,
+    attach::Attach,
     make_host_path::MakeHostPath,
     list_sandboxes::ListSandboxes,
     runtime_status::RuntimeStatus,
@@ -408,6 +410,7 @@ registry! {
     kill_pod::KillPod,
     get_netns::GetNetns,
     get_pod_container_id::GetPodContainerId,
+    port_forward::PortForward,
 }
 
 /// The README's step reference, generated from the registry: a test holds the README to it.
