@@ -5,7 +5,6 @@
 //! relays the caller's stream through [`crate::streaming::forward`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
@@ -13,8 +12,8 @@ use tokio::time::Instant;
 use super::status::sort_sandboxes_newest_first;
 use super::{KubeGenericRuntimeManager, ManagerError, Pod};
 use crate::cri::labels::POD_UID;
-use crate::cri::{v1, Endpoint};
-use crate::streaming::{self, Forwarded, StreamUrl};
+use crate::cri::v1;
+use crate::streaming::{self, Forwarded};
 
 impl KubeGenericRuntimeManager {
     /// Relays `stream` to `port` of `pod` until either side closes, everything by `deadline`:
@@ -59,24 +58,11 @@ impl KubeGenericRuntimeManager {
             .port_forward(&sandbox.id, &[port])
             .await
             .map_err(|err| failed(PortForwardFailure::Url(err)))?;
-        let url = StreamUrl::parse(&url).map_err(|err| failed(PortForwardFailure::Stream(err)))?;
-        let url = match self.stream_netns() {
-            Some(netns) => url.dialled_from(netns),
-            None => url,
-        };
+        let url = streaming::runtime_url(&url, self.client.endpoint())
+            .map_err(|err| failed(PortForwardFailure::Stream(err)))?;
         streaming::forward_at(&url, port, stream, deadline)
             .await
             .map_err(|err| failed(PortForwardFailure::Stream(err)))
-    }
-
-    /// Where the runtime's streaming URLs are reachable from: the network namespace of the
-    /// process serving its unix socket. A runtime may run in a namespace of its own (CI's
-    /// containerd does), and its streaming server's 127.0.0.1 is then that namespace's
-    /// loopback, not the harness's. `None` (dial from here) for a TCP or in-memory endpoint,
-    /// or when the socket's server cannot be asked.
-    fn stream_netns(&self) -> Option<PathBuf> {
-        let endpoint = Endpoint::parse_relative_to(self.client.endpoint(), None).ok()?;
-        streaming::runtime_netns(endpoint.unix_path()?).ok()
     }
 }
 

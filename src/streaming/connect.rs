@@ -170,6 +170,23 @@ impl StreamUrl {
 /// The calling thread's own network namespace.
 const OWN_NETNS: &str = "/proc/thread-self/ns/net";
 
+/// `url`, a streaming URL the runtime at CRI `endpoint` answered, dialled from that runtime's
+/// network namespace when it serves a unix socket: a runtime may run in a namespace of its
+/// own (CI's containerd does), and its streaming server's 127.0.0.1 is then that
+/// namespace's loopback. A TCP or in-memory endpoint, or a socket whose server cannot be
+/// asked, dials from here.
+pub fn runtime_url(url: &str, endpoint: &str) -> Result<StreamUrl, StreamError> {
+    let url = StreamUrl::parse(url)?;
+    let netns = crate::cri::Endpoint::parse_relative_to(endpoint, None)
+        .ok()
+        .and_then(|e| e.unix_path().map(Path::to_path_buf))
+        .and_then(|socket| runtime_netns(&socket).ok());
+    Ok(match netns {
+        Some(netns) => url.dialled_from(netns),
+        None => url,
+    })
+}
+
 /// The network namespace of the process serving the unix socket at `socket` (a CRI
 /// endpoint): `/proc/PID/ns/net` of the socket's peer, where the runtime's streaming server
 /// listens.

@@ -131,6 +131,14 @@ where
     }));
     let _ = tokio::time::timeout(CLOSE_GRACE, async {
         sink.send(close).await?;
+        // Read what the client still sends (stdin it wrote while the command ended) until it
+        // answers the close: a socket dropped with unread bytes is reset by the kernel, and
+        // the reset can beat the status to a client that has not read it yet.
+        while let Some(Ok(message)) = source.next().await {
+            if message.is_close() {
+                break;
+            }
+        }
         sink.close().await
     })
     .await;

@@ -84,7 +84,10 @@ impl StepDef for Attach {
             detach_on_stdout: self.detach_on.as_ref().map(|s| s.as_bytes().to_vec()),
         };
         let deadline = Instant::now() + Duration::from_millis(self.within_ms);
-        let result = remote_command::run(&url, &input, deadline).await;
+        let result = match crate::streaming::runtime_url(&url, world.runtime.endpoint()) {
+            Ok(url) => remote_command::run_at(&url, &input, deadline).await,
+            Err(err) => Err(err),
+        };
         self.expect.check(result, |t| world.redact(t))
     }
 }

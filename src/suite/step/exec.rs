@@ -282,7 +282,10 @@ impl StepDef for Exec {
             detach_on_stdout: None,
         };
         let deadline = Instant::now() + Duration::from_millis(self.within_ms);
-        let result = remote_command::run(&url, &input, deadline).await;
+        let result = match crate::streaming::runtime_url(&url, world.runtime.endpoint()) {
+            Ok(url) => remote_command::run_at(&url, &input, deadline).await,
+            Err(err) => Err(err),
+        };
         self.expect.check(result, |t| world.redact(t))
     }
 }
