@@ -270,6 +270,44 @@ pub(crate) async fn open(
     Ok((socket, chosen))
 }
 
+/// The next binary message the server sends, skipping pings and pongs; `None` once it closes
+/// (a close message, or the connection ending). A text message is a protocol error: these
+/// protocols are binary.
+pub(crate) async fn next_binary<S>(
+    stream: &mut S,
+    url: &StreamUrl,
+) -> Result<Option<tokio_tungstenite::tungstenite::Bytes>, StreamError>
+where
+    S: futures::Stream<
+            Item = Result<
+                tokio_tungstenite::tungstenite::Message,
+                tokio_tungstenite::tungstenite::Error,
+            >,
+        > + Unpin,
+{
+    use futures::StreamExt as _;
+    use tokio_tungstenite::tungstenite::{Error, Message};
+    while let Some(message) = stream.next().await {
+        match message {
+            Ok(Message::Binary(bytes)) => return Ok(Some(bytes)),
+            Ok(Message::Text(_)) => {
+                return Err(StreamError::TextMessage {
+                    url: url.as_str().to_owned(),
+                })
+            }
+            Ok(Message::Close(_)) | Err(Error::ConnectionClosed | Error::AlreadyClosed) => break,
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
+            Err(e) => {
+                return Err(StreamError::WebSocket {
+                    url: url.as_str().to_owned(),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -197,23 +197,7 @@ where
     let error = protocol::error_channel(0).unwrap_or(1);
     let prefix = protocol::port_prefix(port);
     let (mut data_open, mut error_open) = (false, false);
-    while let Some(message) = stream.next().await {
-        let message = match message {
-            Ok(message) => message,
-            Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => break,
-            Err(e) => {
-                return Err(StreamError::WebSocket {
-                    url: url_text(),
-                    source: Box::new(e),
-                })
-            }
-        };
-        let bytes = match message {
-            Message::Binary(bytes) => bytes,
-            Message::Text(_) => return Err(StreamError::TextMessage { url: url_text() }),
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
-        };
+    while let Some(bytes) = connect::next_binary(stream, url).await? {
         let Some((channel, payload)) = protocol::split(&bytes) else {
             continue;
         };

@@ -172,23 +172,7 @@ where
     S: futures::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
 {
     let url_text = || url.as_str().to_owned();
-    while let Some(message) = stream.next().await {
-        let message = match message {
-            Ok(message) => message,
-            Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => break,
-            Err(e) => {
-                return Err(StreamError::WebSocket {
-                    url: url_text(),
-                    source: Box::new(e),
-                })
-            }
-        };
-        let data = match message {
-            Message::Binary(data) => data,
-            Message::Text(_) => return Err(StreamError::TextMessage { url: url_text() }),
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
-        };
+    while let Some(data) = connect::next_binary(stream, url).await? {
         // An empty message, or a channel with an empty payload, only says "open".
         let Some((channel, payload)) = protocol::split(&data) else {
             continue;
