@@ -4,17 +4,14 @@
 //! leaving once stdout holds a given text, since an attach otherwise ends only with the
 //! container.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use super::exec::{
-    check_stream_fields, default_within, is_default_within, sizes, Size, StreamExpect,
+    check_stream_fields, converse, default_within, is_default_within, sizes, Size, StreamExpect,
 };
-use super::{check_call, is_default, Kind, Scope, StepDef};
+use super::{is_default, Kind, Scope, StepDef};
 use crate::cri::v1;
-use crate::streaming::remote_command::{self, RemoteCommandInput};
+use crate::streaming::remote_command::RemoteCommandInput;
 use crate::world::{StepError, World};
 
 /// `attach`.
@@ -74,21 +71,13 @@ impl StepDef for Attach {
             stderr: !self.tty,
             ..Default::default()
         };
-        let result = world.runtime.attach(request).await;
-        let Some(url) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))? else {
-            return Ok(());
-        };
+        let answer = world.runtime.attach(request).await;
         let input = RemoteCommandInput {
             stdin: self.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
             resize: sizes(&self.resize),
             detach_on_stdout: self.detach_on.as_ref().map(|s| s.as_bytes().to_vec()),
         };
-        let deadline = Instant::now() + Duration::from_millis(self.within_ms);
-        let result = match crate::streaming::runtime_url(&url, world.runtime.endpoint()) {
-            Ok(url) => remote_command::run_at(&url, &input, deadline).await,
-            Err(err) => Err(err),
-        };
-        self.expect.check(result, |t| world.redact(t))
+        converse(world, answer, &input, self.within_ms, &self.expect).await
     }
 }
 

@@ -272,22 +272,36 @@ impl StepDef for Exec {
             stderr: !self.tty,
             ..Default::default()
         };
-        let result = world.runtime.exec(request).await;
-        let Some(url) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))? else {
-            return Ok(());
-        };
+        let answer = world.runtime.exec(request).await;
         let input = RemoteCommandInput {
             stdin: self.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
             resize: sizes(&self.resize),
             detach_on_stdout: None,
         };
-        let deadline = Instant::now() + Duration::from_millis(self.within_ms);
-        let result = match crate::streaming::runtime_url(&url, world.runtime.endpoint()) {
-            Ok(url) => remote_command::run_at(&url, &input, deadline).await,
-            Err(err) => Err(err),
-        };
-        self.expect.check(result, |t| world.redact(t))
+        converse(world, answer, &input, self.within_ms, &self.expect).await
     }
+}
+
+
+/// The streaming half of `exec` and `attach`: checks the RPC's `answer` (the URL, or the
+/// error a case may expect), then speaks to the URL from the runtime's network namespace
+/// with `input` within `within_ms`, and checks what came back.
+pub(super) async fn converse(
+    world: &World,
+    answer: Result<String, crate::cri::CallError>,
+    input: &RemoteCommandInput,
+    within_ms: u64,
+    expect: &StreamExpect,
+) -> Result<(), StepError> {
+    let Some(url) = check_call(expect.error.as_ref(), answer, |t| world.redact(t))? else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + Duration::from_millis(within_ms);
+    let result = match crate::streaming::runtime_url(&url, world.runtime.endpoint()) {
+        Ok(url) => remote_command::run_at(&url, input, deadline).await,
+        Err(err) => Err(err),
+    };
+    expect.check(result, |t| world.redact(t))
 }
 
 #[cfg(test)]
