@@ -8,23 +8,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+// A stream's deadline, from dialling to the status, defaults as every bounded step's does.
+pub(super) use super::wait_container::{default_within, is_default_within};
 use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
 use crate::cri::v1;
 use crate::streaming::protocol::{Outcome, TerminalSize};
 use crate::streaming::remote_command::{self, RemoteCommandInput, RemoteCommandOutput};
 use crate::streaming::StreamError;
 use crate::world::{mismatch, StepError, World};
-
-/// How long a stream may take, from dialling to the status, by default.
-pub(crate) const DEFAULT_WITHIN_MS: u64 = 10_000;
-
-pub(crate) fn default_within() -> u64 {
-    DEFAULT_WITHIN_MS
-}
-
-pub(crate) fn is_default_within(ms: &u64) -> bool {
-    *ms == DEFAULT_WITHIN_MS
-}
 
 /// `exec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,26 +14,18 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use self::netns::Place;
+// How long a connection may take to answer as expected defaults as every bounded step's does.
+use super::wait_container::{default_within, is_default_within};
 use super::{is_default, Kind, Scope, StepDef, TextExpect};
 use crate::cri::Endpoint;
 use crate::world::{mismatch, StepError, World};
 
-/// How long a connection may take to answer as expected, by default.
-const DEFAULT_WITHIN_MS: u64 = 10_000;
 /// Pause between tries: short, so a server that comes up is found at once.
 const RETRY: Duration = Duration::from_millis(25);
 /// Longest wait for one handshake, so a dropped packet costs one try, not the budget.
 const HANDSHAKE: Duration = Duration::from_secs(2);
 /// The most of an answer that is read.
 const MAX_ANSWER: usize = 64 * 1024;
-
-fn default_within() -> u64 {
-    DEFAULT_WITHIN_MS
-}
-
-fn is_default_within(ms: &u64) -> bool {
-    *ms == DEFAULT_WITHIN_MS
-}
 
 /// `connect`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,7 +197,6 @@ async fn node(world: &World) -> Result<Place, StepError> {
         .and_then(|e| e.unix_path().map(ToOwned::to_owned));
     match endpoint {
         Some(socket) => netns::node_of(&socket)
-            .await
             .map_err(|err| StepError::Unsupported(format!("connect: {}", chain(&err)))),
         // A runtime over TCP is on another machine or here; its namespace cannot be learnt.
         None => Ok(Place::Here),

@@ -83,21 +83,14 @@ pub(crate) fn place_of(path: &Path) -> Result<Place, PlaceError> {
     }
 }
 
-/// The network namespace of the process that serves the CRI socket `socket`.
-pub(crate) async fn node_of(socket: &Path) -> Result<Place, PlaceError> {
-    let peer = |source| PlaceError::Peer {
+/// The network namespace of the process that serves the CRI socket `socket` (the streaming
+/// client's own lookup, which it dials runtime URLs from).
+pub(crate) fn node_of(socket: &Path) -> Result<Place, PlaceError> {
+    let path = crate::streaming::runtime_netns(socket).map_err(|source| PlaceError::Peer {
         socket: socket.to_owned(),
         source,
-    };
-    let stream = tokio::net::UnixStream::connect(socket).await.map_err(peer)?;
-    let credentials = stream.peer_cred().map_err(peer)?;
-    let pid = credentials.pid().ok_or_else(|| {
-        peer(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "the kernel reported no peer process id",
-        ))
     })?;
-    place_of(&PathBuf::from(format!("/proc/{pid}/ns/net")))
+    place_of(&path)
 }
 
 /// Connects to `addr` from `place`, waiting at most `timeout` for the handshake.
@@ -185,7 +178,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("s.sock");
         let _listener = tokio::net::UnixListener::bind(&socket).unwrap();
-        assert_eq!(node_of(&socket).await.unwrap(), Place::Here);
+        assert_eq!(node_of(&socket).unwrap(), Place::Here);
     }
 
     #[tokio::test]
