@@ -7,6 +7,7 @@
 mod error;
 mod kill;
 mod labels;
+pub mod lifecycle;
 mod netns;
 mod network;
 mod pods;

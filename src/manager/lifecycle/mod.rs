@@ -1,0 +1,102 @@
+//! The kubelet's pod life cycle, ported from today's kubelet for CRI v1: the sandbox-changed
+//! decision and `computePodActions`, the generated sandbox and container configs, the image
+//! puller, `SyncPod` itself and `GarbageCollect`.
+//!
+//! The 2016 seed answered "not implemented" to SyncPod and GarbageCollect; there was nothing to be
+//! faithful to, so this part follows today's kubelet (`kuberuntime_manager.go`,
+//! `kuberuntime_container.go`, `kuberuntime_sandbox.go`, `kuberuntime_gc.go`). Pods come in as
+//! real Kubernetes objects (`k8s-openapi`), so a manifest from `kubectl get pod -o yaml` feeds it
+//! as is.
+//!
+//! This file holds the types the parts share: what one sync must do ([`PodActions`]) and the
+//! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
+//! because it runs no prober.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+/// The Kubernetes core/v1 types the life cycle reads (`Pod`, `Container`, ...).
+pub use k8s_openapi::api::core::v1 as k8s;
+
+/// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
+/// `spec.initContainers`, `spec.containers` and `spec.ephemeralContainers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PodActions {
+    /// Stop every container and sandbox of the pod first.
+    pub kill_pod: bool,
+    /// Run a new sandbox (after the kill, when `kill_pod` is also set).
+    pub create_sandbox: bool,
+    /// The newest sandbox's id ("" when there is none, or the network mode changed).
+    pub sandbox_id: String,
+    /// The attempt a new sandbox gets (0 for the first, then the highest so far plus one).
+    pub attempt: u32,
+    /// Init containers to start, in spec order.
+    pub init_containers_to_start: Vec<usize>,
+    /// Regular containers to start, in spec order.
+    pub containers_to_start: Vec<usize>,
+    /// Containers to stop, by runtime container id.
+    pub containers_to_kill: BTreeMap<String, ContainerToKill>,
+    /// Ephemeral containers to start, in spec order.
+    pub ephemeral_containers_to_start: Vec<usize>,
+}
+
+/// Why and what to stop (the kubelet's `containerToKillInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerToKill {
+    /// The container's name in the spec.
+    pub name: String,
+    /// Which list of the spec it belongs to.
+    pub kind: ContainerKind,
+    /// The kill's reason, e.g. the failed probe.
+    pub reason: KillReason,
+    /// The message the kill event carries, e.g. "Container app definition changed".
+    pub message: String,
+}
+
+/// The lists of a pod spec a container can come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerKind {
+    /// `spec.initContainers` (sidecars included).
+    Init,
+    /// `spec.containers`.
+    Regular,
+    /// `spec.ephemeralContainers`.
+    Ephemeral,
+}
+
+/// The kubelet's `containerKillReason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillReason {
+    /// The startup probe failed.
+    StartupProbe,
+    /// The liveness probe failed.
+    LivenessProbe,
+    /// The post-start hook failed.
+    FailedPostStartHook,
+    /// Any other reason (a changed spec, an unknown state, ...).
+    Unknown,
+}
+
+/// The prober's latest answers for the pod's containers, by runtime container id. The harness runs
+/// no prober; a case or a caller states the results. Absent means "no result yet" for startup and
+/// "not failed" for liveness.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProbeResults {
+    /// Containers whose liveness probe failed.
+    pub liveness_failed: BTreeSet<String>,
+    /// Startup probe results.
+    pub startup: BTreeMap<String, StartupResult>,
+}
+
+/// One startup probe result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartupResult {
+    /// The probe succeeded: the container has started.
+    Succeeded,
+    /// The probe failed: the container is killed and restarted.
+    Failed,
+}
