@@ -8,7 +8,8 @@
 //!   must then fail, at a checking step, in that step's words.
 //! - with its first check's expectation inverted (a command expected to fail is expected to
 //!   succeed, and the other way round; an expected CreateContainer error is expected not to
-//!   happen). Every case must then fail at that very step.
+//!   happen; a log line expected on one stream is expected on the other). Every case must then
+//!   fail at that very step.
 //!
 //! A mutant that fails elsewhere (at a setup step, or in cleanup) does not count: it would
 //! show a broken run, not a live check.
@@ -20,6 +21,7 @@ mod support;
 
 use cri_harness::cri::Endpoint;
 use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
+use cri_harness::suite::step::check_log::Stream;
 use cri_harness::suite::step::exec_sync::ExecExpect;
 use cri_harness::suite::step::Step;
 use cri_harness::suite::{self, Case, Suite};
@@ -86,6 +88,16 @@ fn inverted(case: &Case) -> Option<(Case, usize)> {
             }
             Step::CreateContainer(create) if create.expect.error.is_some() => {
                 create.expect.error = None;
+                return Some((broken, index));
+            }
+            Step::CheckLog(check) if !check.expect.lines.is_empty() => {
+                let line = &mut check.expect.lines[0];
+                line.stream = match line.stream {
+                    Stream::Stdout => Stream::Stderr,
+                    Stream::Stderr => Stream::Stdout,
+                };
+                // The wrong line never comes: fail soon rather than at the default bound.
+                check.within_ms = check.within_ms.min(2_000);
                 return Some((broken, index));
             }
             // The harness's own host side: the mount it made is said to be otherwise.
