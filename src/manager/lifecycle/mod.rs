@@ -12,6 +12,8 @@
 //! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
 //! because it runs no prober.
 
+pub mod pod;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
