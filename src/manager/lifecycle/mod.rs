@@ -12,6 +12,7 @@
 //! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
 //! because it runs no prober.
 
+mod hash;
 pub mod pod;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +21,8 @@ use serde::Serialize;
 
 /// The Kubernetes core/v1 types the life cycle reads (`Pod`, `Container`, ...).
 pub use k8s_openapi::api::core::v1 as k8s;
+
+pub use hash::hash_container;
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
 /// `spec.initContainers`, `spec.containers` and `spec.ephemeralContainers`.
