@@ -14,6 +14,7 @@
 
 mod hash;
 pub mod pod;
+mod sandbox_changed;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +24,7 @@ use serde::Serialize;
 pub use k8s_openapi::api::core::v1 as k8s;
 
 pub use hash::hash_container;
+pub use sandbox_changed::pod_sandbox_changed;
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
 /// `spec.initContainers`, `spec.containers` and `spec.ephemeralContainers`.
