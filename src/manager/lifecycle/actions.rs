@@ -5,8 +5,11 @@
 //! It follows today's kubelet with sidecars (`computeInitContainerActions`), not the legacy
 //! `NextInitContainerToStart` path the `LegacySidecarContainers` gate keeps alive, and leaves out
 //! in-place resize (`InPlacePodVerticalScaling`: `ContainersToUpdate`, `UpdatePodResources`, and
-//! the restarts a resize policy asks for), because the harness drives no cgroups. The kubelet's
-//! internal post-stop hook (releasing a stopped container's pinned CPUs) has no counterpart either.
+//! the restarts a resize policy asks for), because the harness drives no cgroups. Per-container
+//! restart rules of regular containers (`restartPolicy`/`restartPolicyRules` on a regular
+//! container, behind the alpha `ContainerRestartRules` gate, off by default) are not read: the
+//! pod's restart policy decides. The kubelet's internal post-stop hook (releasing a stopped
+//! container's pinned CPUs) has no counterpart either.
 
 use super::hash::hash_container;
 use super::pod::{self, RestartPolicy};
@@ -413,6 +416,16 @@ mod tests {
     //! Where upstream sets a probe result to Unknown or Success, the port's [`ProbeResults`] has
     //! nothing to say: an unknown startup result waits like an absent one, and liveness only matters
     //! once failed. Those cases therefore state no result, and still check the same decision.
+    //!
+    //! Every case of the four ported tables is here. Left out, because they need what the port
+    //! leaves out:
+    //! - TestComputePodActionsWithInitContainersWithLegacySidecarContainers (15 cases) and
+    //!   TestComputePodActionsWithInitAndEphemeralContainersWithLegacySidecarContainers (9): the
+    //!   `LegacySidecarContainers` gate's `NextInitContainerToStart` path;
+    //! - TestComputePodActionsForPodResize (10): in-place resize (`InPlacePodVerticalScaling`);
+    //! - the re-runs of TestComputePodActions and TestComputePodActionsWithInitContainers inside
+    //!   TestComputePodActionsWithInitAndEphemeralContainers: they repeat those tables under a
+    //!   kubelet feature gate the port does not have, so the tables run once.
 
     use super::*;
     use crate::cri::v1;
