@@ -12,12 +12,21 @@
 //! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
 //! because it runs no prober.
 
+mod actions;
+mod hash;
+pub mod pod;
+mod sandbox_changed;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 /// The Kubernetes core/v1 types the life cycle reads (`Pod`, `Container`, ...).
 pub use k8s_openapi::api::core::v1 as k8s;
+
+pub use actions::compute_pod_actions;
+pub use hash::hash_container;
+pub use sandbox_changed::pod_sandbox_changed;
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
 /// `spec.initContainers`, `spec.containers` and `spec.ephemeralContainers`.
