@@ -1319,7 +1319,7 @@ mod tests {
         |c: &mut Case| {
             c.policy("Never");
             if let Some(spec) = c.pod.spec.as_mut() {
-                spec.containers[0].command = Some(vec!["sleep".to_owned()]);
+                spec.containers[0].image = Some("busybox:other".to_owned());
             }
         },
         PodActions {

@@ -2,16 +2,17 @@
 //! and compares on every sync: a running container whose annotation differs from its spec's hash
 //! is killed and recreated.
 //!
-//! The kubelet's value (Go's `spew` dump of the spec fed to 32-bit FNV-1a) cannot be reproduced
-//! outside Go, so this hash is 32-bit FNV-1a over the container's canonical JSON: serde_json of the
-//! `k8s::Container`, which k8s-openapi writes in its fixed field order with absent fields left
-//! out. It is stable across runs and builds (and across the key order of the YAML it was read
-//! from), but differs from the Go kubelet's value for the same spec, so a runtime's containers made
-//! by a real kubelet read as changed.
+//! Today's kubelet hashes only the container's name and image (`pickFieldsToHash`: older kubelets
+//! hashed the whole spec, so a kubelet upgrade that added a defaulted field restarted every
+//! container). This port does the same: an image change restarts the container, a changed command
+//! or env alone does not, as on a real node.
 //!
-//! Like earlier kubelets it hashes the whole spec, so any edit (image, command, env, ...) restarts
-//! the container; today's kubelet hashes only the name and the image (`pickFieldsToHash`).
+//! The kubelet feeds Go's `spew` dump of that JSON to 32-bit FNV-1a, which cannot be reproduced
+//! outside Go, so this hash is 32-bit FNV-1a over the JSON itself (`{"image":...,"name":...}`,
+//! keys sorted as Go's encoder sorts a map's). It is stable across runs and builds, but differs
+//! from the Go kubelet's value, so a runtime's containers made by a real kubelet read as changed.
 
+use std::collections::BTreeMap;
 use std::io;
 
 use super::k8s;
@@ -46,10 +47,14 @@ impl io::Write for Fnv1a32 {
 /// The hash of a container spec (the kubelet's `HashContainer`, differing as the module says).
 /// The value fits in 32 bits; it is a `u64` because the annotation is read back as one.
 pub fn hash_container(container: &k8s::Container) -> u64 {
+    let picked = BTreeMap::from([
+        ("image", container.image.as_deref().unwrap_or_default()),
+        ("name", container.name.as_str()),
+    ]);
     let mut hasher = Fnv1a32::new();
-    // The sink never fails and k8s-openapi types have string map keys only, so serde_json has
-    // nothing to reject; should that ever change, the prefix hashed so far is still deterministic.
-    if let Err(error) = serde_json::to_writer(&mut hasher, container) {
+    // The sink never fails and a map of strings always serializes; should that ever change, the
+    // prefix hashed so far is still deterministic.
+    if let Err(error) = serde_json::to_writer(&mut hasher, &picked) {
         tracing::warn!(container = %container.name, %error, "container spec did not serialize fully for hashing");
     }
     u64::from(hasher.0)
@@ -101,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn a_changed_command_changes_the_hash() {
+    fn a_changed_command_or_env_leaves_the_hash_as_today_s_kubelet_does() {
         let plain = container("app", "busybox");
         let with_command = k8s::Container {
             command: Some(vec!["sleep".to_owned(), "3600".to_owned()]),
@@ -111,15 +116,29 @@ mod tests {
             command: Some(vec!["sleep".to_owned(), "60".to_owned()]),
             ..plain.clone()
         };
-        let hashes = [&plain, &with_command, &other_command].map(hash_container);
-        assert_ne!(hashes[0], hashes[1]);
-        assert_ne!(hashes[1], hashes[2]);
+        let with_env = k8s::Container {
+            env: Some(vec![k8s::EnvVar {
+                name: "A".to_owned(),
+                value: Some("1".to_owned()),
+                ..Default::default()
+            }]),
+            ..plain.clone()
+        };
+        let hashes = [&plain, &with_command, &other_command, &with_env].map(hash_container);
+        assert!(hashes.iter().all(|h| *h == hashes[0]), "{hashes:?}");
     }
 
     #[test]
-    fn the_hash_is_fnv1a_of_the_canonical_json() {
-        // Fixed field order, absent fields left out: this is what makes the value stable across
-        // builds.
+    fn a_changed_name_changes_the_hash() {
+        assert_ne!(
+            hash_container(&container("app", "busybox")),
+            hash_container(&container("web", "busybox"))
+        );
+    }
+
+    #[test]
+    fn the_hash_is_fnv1a_of_the_picked_fields_json() {
+        // Sorted keys: this is what makes the value stable across builds.
         assert_eq!(
             hash_container(&container("foo", "busybox")),
             fnv1a32(br#"{"image":"busybox","name":"foo"}"#)
@@ -131,7 +150,7 @@ mod tests {
         let a: k8s::Container =
             serde_saphyr::from_str("{name: app, image: nginx, args: [-g, daemon off;]}").unwrap();
         let b: k8s::Container =
-            serde_saphyr::from_str("{args: [-g, daemon off;], image: nginx, name: app}").unwrap();
+            serde_saphyr::from_str("{image: nginx, name: app, args: [-g, daemon off;]}").unwrap();
         assert_eq!(hash_container(&a), hash_container(&b));
     }
 }
