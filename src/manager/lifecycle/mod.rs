@@ -12,6 +12,23 @@
 //! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
 //! because it runs no prober.
 
+mod backoff;
+mod container_config;
+mod images;
+mod sandbox_config;
+mod sync_pod;
+
+pub use backoff::{
+    stable_key, Backoff, Clock, ManualClock, WallClock, INITIAL_BACKOFF, MAX_BACKOFF,
+};
+pub use container_config::*;
+pub use images::*;
+pub use sandbox_config::{
+    build_pod_logs_directory, generate_pod_sandbox_config, pod_labels, sysctl_name_with_dots,
+    SandboxConfigError,
+};
+pub use sync_pod::SyncOptions;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
