@@ -120,7 +120,7 @@ impl<'a> ImageManager<'a> {
         let status = self.client.image_status(&image).await.map_err(|err| {
             failure(
                 ERR_IMAGE_INSPECT,
-                format!("Failed to inspect image {requested:?}: {err}"),
+                format!("Failed to inspect image {requested:?}: {}", err.message),
             )
         })?;
         let policy = pull_policy(container);
@@ -150,7 +150,7 @@ impl<'a> ImageManager<'a> {
             Ok(image_ref) => image_ref,
             Err(err) => {
                 backoff.next(&key, now);
-                return Err(failure(ERR_IMAGE_PULL, err.to_string()));
+                return Err(failure(ERR_IMAGE_PULL, err.message));
             }
         };
         backoff.gc();
@@ -159,7 +159,7 @@ impl<'a> ImageManager<'a> {
         let pulled = self.client.image_status(&image).await.map_err(|err| {
             failure(
                 ERR_IMAGE_INSPECT,
-                format!("Failed to inspect image {requested:?}: {err}"),
+                format!("Failed to inspect image {requested:?}: {}", err.message),
             )
         })?;
         Ok(EnsuredImage {
