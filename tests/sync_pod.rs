@@ -647,3 +647,147 @@ async fn a_three_container_pod_goes_from_nothing_to_running_on_the_real_runtime(
         .expect("RemovePodSandbox");
     assert!(support::labelled(&client, &run_id).await.is_empty());
 }
+
+/// A pod whose init container `init` cannot start (its image is absent under Never), with
+/// `restartPolicy` `init_policy` on it, and an app container.
+fn pod_with_failing_init(uid: &str, init_policy: &str) -> k8s::Pod {
+    let busybox = cri_harness::images::resolve("busybox");
+    serde_saphyr::from_str(&format!(
+        "
+metadata: {{name: gated, namespace: syncpod, uid: {uid}}}
+spec:
+  initContainers:
+  - {{name: init, image: 'localhost/cri-harness/never-pulled:absent', imagePullPolicy: Never, restartPolicy: {init_policy}}}
+  containers:
+  - {{name: app, image: '{busybox}'}}
+"
+    ))
+    .unwrap()
+}
+
+#[rstest::rstest]
+#[case::a_regular_init_container_ends_the_sync("OnFailure", &["StartContainer init: ErrImageNeverPull"])]
+#[case::a_sidecar_does_not("Always", &["StartContainer init: ErrImageNeverPull", "StartContainer app: ok"])]
+#[tokio::test]
+async fn an_init_container_that_fails_to_start_gates_the_app_containers_unless_a_sidecar(
+    #[case] init_policy: &str,
+    #[case] expected: &[&str],
+) {
+    let (_mock, client, _control) = support::mock().await;
+    let manager = manager(client.clone()).await;
+    let root = tempfile::tempdir().unwrap();
+    let pod = pod_with_failing_init(&mock_uid(init_policy), init_policy);
+    let actions = PodActions {
+        kill_pod: true,
+        create_sandbox: true,
+        init_containers_to_start: vec![0],
+        containers_to_start: vec![0],
+        ..Default::default()
+    };
+    let mut backoff = Backoff::kubelet(Arc::new(WallClock));
+    let empty = status_of(&manager, &pod).await;
+    let result = manager
+        .execute_pod_actions(
+            &pod,
+            &empty,
+            &actions,
+            &options(root.path(), "r"),
+            &mut backoff,
+        )
+        .await;
+    let starts: Vec<_> = steps(&result)
+        .into_iter()
+        .filter(|s| s.starts_with("StartContainer"))
+        .collect();
+    assert_eq!(starts, expected);
+}
+
+#[tokio::test]
+async fn a_recreated_sandbox_gets_the_next_attempt_and_the_init_containers_are_purged() {
+    let (_mock, client, _control) = support::mock().await;
+    let manager = manager(client.clone()).await;
+    let root = tempfile::tempdir().unwrap();
+    let options = options(root.path(), "syncpod-mock");
+    let pod = three_container_pod(&mock_uid("recreate"));
+    let stopper = client.clone();
+    let old_sandbox = empty_to_running(&manager, &pod, &options, |init| async move {
+        stopper
+            .stop_container(&init, 10)
+            .await
+            .expect("StopContainer");
+    })
+    .await;
+    let status = status_of(&manager, &pod).await;
+    let old_init = status
+        .container_statuses
+        .iter()
+        .find(|c| c.name == "init")
+        .map(|c| c.id.id.clone())
+        .unwrap();
+
+    let recreate = PodActions {
+        kill_pod: true,
+        create_sandbox: true,
+        sandbox_id: old_sandbox.clone(),
+        attempt: 1,
+        init_containers_to_start: vec![0],
+        ..Default::default()
+    };
+    let mut backoff = Backoff::kubelet(Arc::new(WallClock));
+    let result = manager
+        .execute_pod_actions(&pod, &status, &recreate, &options, &mut backoff)
+        .await;
+    assert_eq!(result.error(), None, "{result:?}");
+    // Running containers are killed in the status's order (newest first); sorted here.
+    let mut kills: Vec<_> = steps(&result)
+        .into_iter()
+        .filter(|s| s.starts_with("Kill"))
+        .collect();
+    kills.sort();
+    assert_eq!(
+        kills,
+        [
+            "KillContainer app: ok",
+            "KillContainer side: ok",
+            &format!("KillPodSandbox {}: ok", mock_uid("recreate")),
+        ]
+    );
+
+    let after = status_of(&manager, &pod).await;
+    let sandboxes: Vec<_> = after
+        .sandbox_statuses
+        .iter()
+        .map(|s| {
+            (
+                s.id == old_sandbox,
+                s.metadata.as_ref().map(|m| m.attempt),
+                s.state(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sandboxes,
+        [
+            (false, Some(1), v1::PodSandboxState::SandboxReady),
+            (true, Some(0), v1::PodSandboxState::SandboxNotready),
+        ]
+    );
+    assert!(
+        after.container_statuses.iter().all(|c| c.id.id != old_init),
+        "the old init container is purged"
+    );
+    let mut left: Vec<_> = after
+        .container_statuses
+        .iter()
+        .map(|c| (c.name.clone(), c.state))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ("app".to_owned(), ContainerState::Exited),
+            ("init".to_owned(), ContainerState::Running),
+            ("side".to_owned(), ContainerState::Exited),
+        ]
+    );
+}

@@ -89,7 +89,8 @@ impl KubeGenericRuntimeManager {
     /// answered "not implemented"; this follows today's kubelet. Left out: events, DRA, image
     /// volumes, in-place resize and the hooks (none run in the harness). A step that fails is
     /// recorded in its result; a failed kill, a failed sandbox and a failed regular init
-    /// container end the sync, as in the kubelet.
+    /// container end the sync, as in the kubelet. Killing the whole pod goes through
+    /// [`KubeGenericRuntimeManager::kill_pod`], so it keeps that call's (the seed's) rules.
     pub async fn execute_pod_actions(
         &self,
         pod: &k8s::Pod,
