@@ -623,28 +623,45 @@ async fn a_three_container_pod_goes_from_nothing_to_running_on_the_real_runtime(
     let options = options(root.path(), &run_id);
     let pod = three_container_pod(&format!("{run_id}-uid"));
     let waiter = client.clone();
-    let sandbox_id = empty_to_running(&manager, &pod, &options, |init| async move {
-        wait_exited(&waiter, &init).await;
-    })
-    .await;
-    let log = options
-        .pod_logs_root
-        .join(format!("syncpod_syncpod-web_{run_id}-uid"))
-        .join("app/0.log");
-    assert!(
-        log.is_file(),
-        "the runtime writes the log at the kubelet's path"
-    );
+    let body = async {
+        empty_to_running(&manager, &pod, &options, |init| async move {
+            wait_exited(&waiter, &init).await;
+        })
+        .await;
+        let log = options
+            .pod_logs_root
+            .join(format!("syncpod_syncpod-web_{run_id}-uid"))
+            .join("app/0.log");
+        assert!(
+            log.is_file(),
+            "the runtime writes the log at the kubelet's path"
+        );
+    };
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
 
-    // Clean up: the runtime removes a sandbox's containers with it.
-    client
-        .stop_pod_sandbox(&sandbox_id)
+    // Clean up whether or not the checks held: the runtime removes a sandbox's containers
+    // with it.
+    let selector = BTreeMap::from([(RUN_ID.to_owned(), run_id.clone())]);
+    let sandboxes = client
+        .list_pod_sandbox(Some(v1::PodSandboxFilter {
+            label_selector: selector,
+            ..Default::default()
+        }))
         .await
-        .expect("StopPodSandbox");
-    client
-        .remove_pod_sandbox(&sandbox_id)
-        .await
-        .expect("RemovePodSandbox");
+        .expect("ListPodSandbox");
+    for sandbox in sandboxes {
+        client
+            .stop_pod_sandbox(&sandbox.id)
+            .await
+            .expect("StopPodSandbox");
+        client
+            .remove_pod_sandbox(&sandbox.id)
+            .await
+            .expect("RemovePodSandbox");
+    }
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
     assert!(support::labelled(&client, &run_id).await.is_empty());
 }
 
