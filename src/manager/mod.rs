@@ -29,8 +29,9 @@ pub use network::{
 };
 pub use port_forward::PortForwardFailure;
 pub use sync_result::{
-    PodSyncResult, SyncAction, SyncResult, KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR,
-    TEARDOWN_NETWORK_ERROR,
+    PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR, CRASH_LOOP_BACK_OFF,
+    CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR, CREATE_POD_SANDBOX_ERROR,
+    KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR, RUN_CONTAINER_ERROR, TEARDOWN_NETWORK_ERROR,
 };
 pub use types::{
     Container, ContainerId, ContainerSpec, ContainerState, ContainerStatus, Pod, PodSpec,

@@ -9,6 +9,18 @@ pub const KILL_CONTAINER_ERROR: &str = "KillContainerError";
 pub const TEARDOWN_NETWORK_ERROR: &str = "TeardownNetworkError";
 /// Error kind of a sandbox that could not be stopped.
 pub const KILL_POD_SANDBOX_ERROR: &str = "KillPodSandboxError";
+/// Error kind of a sandbox that could not be run.
+pub const CREATE_POD_SANDBOX_ERROR: &str = "CreatePodSandboxError";
+/// Error kind of a sandbox config that could not be generated for the containers.
+pub const CONFIG_POD_SANDBOX_ERROR: &str = "ConfigPodSandboxError";
+/// Error kind of a container config that could not be generated.
+pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
+/// Error kind of a failed CreateContainer.
+pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
+/// Error kind of a failed StartContainer.
+pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
+/// Error kind of a start held back by the crash-loop back-off.
+pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 
 /// What a step of a pod operation did.
 /// Suites name them in snake case (`kill_container`); `Display` keeps the kubelet's own names.
@@ -32,6 +44,15 @@ pub enum SyncAction {
     TeardownNetwork,
     /// Stop the pod's sandboxes.
     KillPodSandbox,
+    /// Create and start one container.
+    StartContainer,
+    /// Run an init container (the kubelet keeps the action; today's SyncPod records init
+    /// containers as StartContainer).
+    InitContainer,
+    /// Run the pod's sandbox.
+    CreatePodSandbox,
+    /// Generate the sandbox config the containers are created with.
+    ConfigPodSandbox,
 }
 
 impl SyncAction {
@@ -47,6 +68,10 @@ impl std::fmt::Display for SyncAction {
             Self::KillContainer => "KillContainer",
             Self::TeardownNetwork => "TeardownNetwork",
             Self::KillPodSandbox => "KillPodSandbox",
+            Self::StartContainer => "StartContainer",
+            Self::InitContainer => "InitContainer",
+            Self::CreatePodSandbox => "CreatePodSandbox",
+            Self::ConfigPodSandbox => "ConfigPodSandbox",
         })
     }
 }
@@ -129,6 +154,10 @@ mod tests {
     #[case::kill_container(SyncAction::KillContainer, "KillContainer")]
     #[case::teardown_network(SyncAction::TeardownNetwork, "TeardownNetwork")]
     #[case::kill_pod_sandbox(SyncAction::KillPodSandbox, "KillPodSandbox")]
+    #[case::start_container(SyncAction::StartContainer, "StartContainer")]
+    #[case::init_container(SyncAction::InitContainer, "InitContainer")]
+    #[case::create_pod_sandbox(SyncAction::CreatePodSandbox, "CreatePodSandbox")]
+    #[case::config_pod_sandbox(SyncAction::ConfigPodSandbox, "ConfigPodSandbox")]
     fn actions_show_as_the_kubelets_names(#[case] action: SyncAction, #[case] name: &str) {
         assert_eq!(action.to_string(), name);
     }

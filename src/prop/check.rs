@@ -448,6 +448,13 @@ pub fn check_kill(
             SyncAction::KillPodSandbox => {
                 (expected.sandbox_step == Some(true), KILL_POD_SANDBOX_ERROR)
             }
+            // SyncPod's own steps never come out of a kill.
+            other @ (SyncAction::StartContainer
+            | SyncAction::InitContainer
+            | SyncAction::CreatePodSandbox
+            | SyncAction::ConfigPodSandbox) => {
+                return Err(violation(KILL_POD, "step", "a kill step", other.name()));
+            }
         };
         let what = step.action.name();
         if step.target != uid {

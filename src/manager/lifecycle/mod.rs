@@ -13,9 +13,33 @@
 //! because it runs no prober.
 
 mod actions;
+mod backoff;
+mod container_config;
 mod hash;
+mod images;
 pub mod pod;
 mod sandbox_changed;
+mod sandbox_config;
+mod sync_pod;
+
+pub use backoff::{
+    stable_key, Backoff, Clock, ManualClock, WallClock, INITIAL_BACKOFF, MAX_BACKOFF,
+};
+pub use container_config::{
+    build_container_log_path, container_annotations, container_labels, directories_to_make,
+    empty_dir_path, ephemeral_as_container, expand, generate_container_config,
+    ContainerConfigError, CONTAINER_PORTS, CONTAINER_PRE_STOP_HANDLER,
+    CONTAINER_TERMINATION_MESSAGE_POLICY,
+};
+pub use images::{
+    pull_policy, EnsuredImage, ImageFailure, ImageManager, PullPolicy, ERR_IMAGE_INSPECT,
+    ERR_IMAGE_NEVER_PULL, ERR_IMAGE_PULL, ERR_IMAGE_PULL_BACK_OFF, ERR_INVALID_IMAGE_NAME,
+};
+pub use sandbox_config::{
+    build_pod_logs_directory, generate_pod_sandbox_config, pod_labels, sysctl_name_with_dots,
+    SandboxConfigError,
+};
+pub use sync_pod::{PodSync, SyncOptions};
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,0 +1,813 @@
+//! The doing half of SyncPod: given what one sync must do ([`PodActions`], from
+//! `compute_pod_actions`), kill what must go, prune old init containers, run the sandbox at its
+//! attempt, then start ephemeral, init and regular containers, recording each step's result.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::backoff::{stable_key, Backoff};
+use super::container_config::{
+    directories_to_make, ephemeral_as_container, generate_container_config,
+};
+use super::images::ImageManager;
+use super::k8s;
+use super::sandbox_config::{
+    build_pod_logs_directory, format_pod, generate_pod_sandbox_config, identity, is_host_network,
+};
+use super::{compute_pod_actions, pod, ContainerToKill, KillReason, PodActions, ProbeResults};
+use crate::cri::v1;
+use crate::manager::{
+    Container, ContainerId, ContainerSpec, ContainerState, KubeGenericRuntimeManager, ManagerError,
+    Pod, PodSpec, PodStatus, PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR,
+    CRASH_LOOP_BACK_OFF, CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR,
+    CREATE_POD_SANDBOX_ERROR, KILL_CONTAINER_ERROR, MINIMUM_GRACE_PERIOD_SECONDS,
+    RUN_CONTAINER_ERROR,
+};
+
+/// What a sync needs beyond the pod and its status: where the harness keeps pod logs and
+/// volumes, the runtime handler, and the kubelet settings the configs read.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The pod log root the harness owns (the kubelet's `/var/log/pods`, which the harness
+    /// never writes to): each sandbox's log directory is made under it.
+    pub pod_logs_root: PathBuf,
+    /// Where emptyDir volumes are made: `<volumes_root>/<pod uid>/kubernetes.io~empty-dir/<name>`
+    /// (the kubelet's `/var/lib/kubelet/pods` layout).
+    pub volumes_root: PathBuf,
+    /// The runtime handler RunPodSandbox is given ("" for the runtime's default);
+    /// `spec.runtimeClassName` is not resolved, as there is no RuntimeClass to read.
+    pub runtime_handler: String,
+    /// The node's resolver settings (the kubelet's `--resolv-conf`) that every DNS policy but
+    /// None starts from; `None` is the kubelet with an empty `--resolv-conf`.
+    pub resolver: Option<v1::DnsConfig>,
+    /// The kubelet's `seccompDefault`: containers without a seccomp profile get RuntimeDefault
+    /// instead of Unconfined.
+    pub seccomp_default: bool,
+    /// Labels the harness adds to every sandbox and container beside the kubelet's (e.g. its
+    /// run id, so `clean` finds them).
+    pub extra_labels: BTreeMap<String, String>,
+}
+
+impl SyncOptions {
+    /// Options with the given roots, the default runtime handler, an empty
+    /// `--resolv-conf`, `seccompDefault` on and no extra labels.
+    pub fn new(pod_logs_root: impl Into<PathBuf>, volumes_root: impl Into<PathBuf>) -> Self {
+        Self {
+            pod_logs_root: pod_logs_root.into(),
+            volumes_root: volumes_root.into(),
+            runtime_handler: String::new(),
+            resolver: None,
+            seccomp_default: true,
+            extra_labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// A container to start and, for an ephemeral one, the container whose PID namespace it joins.
+struct StartSpec<'a> {
+    container: std::borrow::Cow<'a, k8s::Container>,
+    target: Option<&'a str>,
+}
+
+/// The pieces every container start of one sync shares.
+struct Sandbox<'a> {
+    id: &'a str,
+    config: &'a v1::PodSandboxConfig,
+}
+
+/// What one SyncPod decided and what came of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PodSync {
+    /// computePodActions' answer for the status the sync read.
+    pub actions: PodActions,
+    /// Each step's result.
+    pub result: PodSyncResult,
+}
+
+impl KubeGenericRuntimeManager {
+    /// One SyncPod of today's kubelet: the pod's runtime status
+    /// ([`KubeGenericRuntimeManager::get_pod_status`], under this manager's rules), the actions
+    /// computePodActions derives from it and the prober's answers, and those actions carried out
+    /// by [`KubeGenericRuntimeManager::execute_pod_actions`]. The 2016 seed answered "not
+    /// implemented" here. A status that cannot be read ends the sync before any action.
+    pub async fn sync_pod(
+        &self,
+        pod: &k8s::Pod,
+        probes: &ProbeResults,
+        options: &SyncOptions,
+        backoff: &mut Backoff,
+    ) -> Result<PodSync, ManagerError> {
+        let status = self
+            .get_pod_status(pod::uid(pod), pod::name(pod), pod::namespace(pod))
+            .await?;
+        let actions = compute_pod_actions(pod, &status, probes);
+        let result = self
+            .execute_pod_actions(pod, &status, &actions, options, backoff)
+            .await;
+        Ok(PodSync { actions, result })
+    }
+
+    /// Carries out `actions` for `pod` whose runtime state is `status`: steps 2 to 9 of
+    /// today's SyncPod (kuberuntime_manager.go) after computePodActions. The 2016 seed's SyncPod
+    /// answered "not implemented"; this follows today's kubelet. Left out: events, DRA, image
+    /// volumes, in-place resize and the hooks (none run in the harness). A step that fails is
+    /// recorded in its result; a failed kill, a failed sandbox and a failed regular init
+    /// container end the sync, as in the kubelet. Killing the whole pod goes through
+    /// [`KubeGenericRuntimeManager::kill_pod`], so it keeps that call's (the seed's) rules.
+    pub async fn execute_pod_actions(
+        &self,
+        pod: &k8s::Pod,
+        status: &PodStatus,
+        actions: &PodActions,
+        options: &SyncOptions,
+        backoff: &mut Backoff,
+    ) -> PodSyncResult {
+        let mut result = PodSyncResult::default();
+
+        // Step 2: kill the pod, or the containers that must go.
+        let mut removed = BTreeSet::new();
+        if actions.kill_pod {
+            let killed = self
+                .kill_pod(
+                    Some(&kill_spec(pod)),
+                    &running_pod(self.runtime_type(), status),
+                    None,
+                )
+                .await;
+            let failed = killed.error().is_some();
+            result.results.extend(killed.results);
+            if killed.sync_error.is_some() {
+                result.sync_error = killed.sync_error;
+            }
+            if failed {
+                return result;
+            }
+            if actions.create_sandbox {
+                removed = self.purge_init_containers(pod, status).await;
+            }
+        } else {
+            for (id, info) in &actions.containers_to_kill {
+                let mut step = SyncResult::new(SyncAction::KillContainer, info.name.clone());
+                let grace = kill_grace_period(pod, info);
+                tracing::debug!(container = %info.name, id, reason = ?info.reason, message = %info.message, "killing container");
+                let outcome = self.client().stop_container(id, grace).await;
+                let failed = outcome.is_err();
+                if let Err(err) = outcome {
+                    step.fail(KILL_CONTAINER_ERROR, err.to_string());
+                }
+                result.results.push(step);
+                if failed {
+                    return result;
+                }
+            }
+        }
+
+        // Step 3: keep only the newest finished instance of each init container.
+        self.prune_init_containers_before_start(pod, status, &removed)
+            .await;
+
+        // Step 4: run the sandbox.
+        let mut sandbox_id = actions.sandbox_id.clone();
+        if actions.create_sandbox {
+            let mut step = SyncResult::new(SyncAction::CreatePodSandbox, format_pod(pod));
+            match self.create_pod_sandbox(pod, actions.attempt, options).await {
+                Ok(id) => sandbox_id = id,
+                Err(message) => {
+                    // A pod being deleted is not worth a failure: the next sync kills it.
+                    if pod.metadata.deletion_timestamp.is_none() {
+                        step.fail(CREATE_POD_SANDBOX_ERROR, message);
+                    }
+                    result.results.push(step);
+                    return result;
+                }
+            }
+            result.results.push(step);
+            match self.client().pod_sandbox_status(&sandbox_id).await {
+                Err(err) => {
+                    result.sync_error = Some(err.to_string());
+                    return result;
+                }
+                Ok(answer) => match answer.status {
+                    None => {
+                        result.sync_error = Some(format!(
+                            "PodSandboxStatus of sandbox {sandbox_id:?} for pod {:?} answered no status",
+                            format_pod(pod)
+                        ));
+                        return result;
+                    }
+                    Some(sandbox) if !is_host_network(pod) => {
+                        // The pod's IPs feed only the downward API, which the harness does
+                        // not resolve; they are logged for the reader.
+                        tracing::debug!(pod = %format_pod(pod), ips = ?sandbox_ips(&sandbox), "sandbox running");
+                    }
+                    Some(_) => {}
+                },
+            }
+        }
+
+        // Step 5: the sandbox config the containers are created with.
+        let mut step = SyncResult::new(SyncAction::ConfigPodSandbox, sandbox_id.clone());
+        let sandbox_config = match generate_pod_sandbox_config(pod, actions.attempt, options) {
+            Ok(config) => config,
+            Err(err) => {
+                step.fail(
+                    CONFIG_POD_SANDBOX_ERROR,
+                    format!(
+                        "GeneratePodSandboxConfig for pod {:?} failed: {err}",
+                        format_pod(pod)
+                    ),
+                );
+                result.results.push(step);
+                return result;
+            }
+        };
+        result.results.push(step);
+        let sandbox = Sandbox {
+            id: &sandbox_id,
+            config: &sandbox_config,
+        };
+        let spec = pod.spec.as_ref();
+
+        // Step 6: ephemeral containers; a failure does not stop the others.
+        let ephemerals = spec
+            .and_then(|s| s.ephemeral_containers.as_deref())
+            .unwrap_or_default();
+        for &index in &actions.ephemeral_containers_to_start {
+            let Some(ephemeral) = ephemerals.get(index) else {
+                tracing::warn!(index, "no ephemeral container at this index of the spec");
+                continue;
+            };
+            let start = StartSpec {
+                container: std::borrow::Cow::Owned(ephemeral_as_container(ephemeral)),
+                target: ephemeral
+                    .target_container_name
+                    .as_deref()
+                    .filter(|t| !t.is_empty()),
+            };
+            let _ = self
+                .start(pod, status, &sandbox, start, options, backoff, &mut result)
+                .await;
+        }
+
+        // Step 7: init containers in order; a regular one that fails ends the sync, a sidecar
+        // does not.
+        let inits = spec
+            .and_then(|s| s.init_containers.as_deref())
+            .unwrap_or_default();
+        for &index in &actions.init_containers_to_start {
+            let Some(container) = inits.get(index) else {
+                tracing::warn!(index, "no init container at this index of the spec");
+                continue;
+            };
+            let start = StartSpec {
+                container: std::borrow::Cow::Borrowed(container),
+                target: None,
+            };
+            let started = self
+                .start(pod, status, &sandbox, start, options, backoff, &mut result)
+                .await;
+            if !started && container.restart_policy.as_deref() != Some("Always") {
+                return result;
+            }
+        }
+
+        // Step 9 (step 8, in-place resize, is left out): regular containers; failures are
+        // recorded and the rest still start.
+        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+        for &index in &actions.containers_to_start {
+            let Some(container) = containers.get(index) else {
+                tracing::warn!(index, "no container at this index of the spec");
+                continue;
+            };
+            let start = StartSpec {
+                container: std::borrow::Cow::Borrowed(container),
+                target: None,
+            };
+            let _ = self
+                .start(pod, status, &sandbox, start, options, backoff, &mut result)
+                .await;
+        }
+        result
+    }
+
+    /// Generates the sandbox config, makes the pod's log directory (0755) and runs the sandbox;
+    /// answers its id or the failure's message. Ports `createPodSandbox` (kuberuntime_sandbox.go).
+    async fn create_pod_sandbox(
+        &self,
+        pod: &k8s::Pod,
+        attempt: u32,
+        options: &SyncOptions,
+    ) -> Result<String, String> {
+        let config = generate_pod_sandbox_config(pod, attempt, options).map_err(|err| {
+            format!(
+                "Failed to generate sandbox config for pod {:?}: {err}",
+                format_pod(pod)
+            )
+        })?;
+        make_directory(Path::new(&config.log_directory)).map_err(|err| {
+            format!(
+                "Failed to create log directory for pod {:?}: {err}",
+                format_pod(pod)
+            )
+        })?;
+        self.client()
+            .run_pod_sandbox(config, &options.runtime_handler)
+            .await
+            .map_err(|err| {
+                format!(
+                    "Failed to create sandbox for pod {:?}: {}",
+                    format_pod(pod),
+                    err.message
+                )
+            })
+    }
+
+    /// One container start with its StartContainer result: the crash-loop back-off first, then
+    /// the start itself. Answers whether it started. Ports SyncPod's `start` closure.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        &self,
+        pod: &k8s::Pod,
+        status: &PodStatus,
+        sandbox: &Sandbox<'_>,
+        spec: StartSpec<'_>,
+        options: &SyncOptions,
+        backoff: &mut Backoff,
+        result: &mut PodSyncResult,
+    ) -> bool {
+        let container = spec.container.as_ref();
+        let mut step = SyncResult::new(SyncAction::StartContainer, container.name.clone());
+        // The same hash computePodActions compares, or every sync would see a changed spec.
+        let hash = super::hash_container(container);
+        if let Some(message) = do_back_off(pod, container, hash, status, backoff) {
+            step.fail(CRASH_LOOP_BACK_OFF, message);
+            result.results.push(step);
+            return false;
+        }
+        let outcome = self
+            .start_container(pod, status, sandbox, &spec, hash, options, backoff)
+            .await;
+        let started = outcome.is_ok();
+        if let Err((kind, message)) = outcome {
+            step.fail(kind, message);
+        }
+        result.results.push(step);
+        started
+    }
+
+    /// Ensures the image, works out the restart count, generates the config, then
+    /// CreateContainer and StartContainer; a failure answers its error kind and message. Ports
+    /// `startContainer` (kuberuntime_container.go) without hooks or the legacy log symlink.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_container(
+        &self,
+        pod: &k8s::Pod,
+        status: &PodStatus,
+        sandbox: &Sandbox<'_>,
+        spec: &StartSpec<'_>,
+        hash: u64,
+        options: &SyncOptions,
+        backoff: &mut Backoff,
+    ) -> Result<(), (&'static str, String)> {
+        let container = spec.container.as_ref();
+        let image = ImageManager::new(self.client())
+            .ensure_image_exists(pod, container, backoff)
+            .await
+            .map_err(|failure| (failure.kind, failure.message))?;
+
+        let (name, namespace, uid) = identity(pod);
+        let log_dir = build_pod_logs_directory(&options.pod_logs_root, namespace, name, uid)
+            .join(&container.name);
+        let restart_count = match status
+            .container_statuses
+            .iter()
+            .find(|s| s.name == container.name)
+        {
+            Some(previous) => u32::try_from(previous.restart_count).unwrap_or(0) + 1,
+            // The runtime may have forgotten the container (a reboot); the log files it left
+            // say how far the count had got.
+            None => restart_count_by_log_dir(&log_dir),
+        };
+
+        let target_id = match spec.target {
+            None => None,
+            Some(target) => match status.container_statuses.iter().find(|s| s.name == target) {
+                Some(found) if found.state == ContainerState::Running => Some(found.id.id.as_str()),
+                _ => {
+                    return Err((
+                        CREATE_CONTAINER_CONFIG_ERROR,
+                        format!("unable to find target container {target}"),
+                    ))
+                }
+            },
+        };
+
+        let config_error = |err: String| (CREATE_CONTAINER_CONFIG_ERROR, err);
+        make_directory(&log_dir).map_err(|err| {
+            config_error(format!(
+                "create container log directory {} failed: {err}",
+                log_dir.display()
+            ))
+        })?;
+        for dir in directories_to_make(pod, container, options) {
+            std::fs::create_dir_all(&dir).map_err(|err| {
+                config_error(format!(
+                    "create volume directory {} failed: {err}",
+                    dir.display()
+                ))
+            })?;
+        }
+        let config = generate_container_config(
+            pod,
+            container,
+            restart_count,
+            hash,
+            &image,
+            target_id,
+            options,
+        )
+        .map_err(|err| config_error(err.to_string()))?;
+
+        let id = self
+            .client()
+            .create_container(sandbox.id, config, sandbox.config.clone())
+            .await
+            .map_err(|err| (CREATE_CONTAINER_ERROR, err.message))?;
+        self.client()
+            .start_container(&id)
+            .await
+            .map_err(|err| (RUN_CONTAINER_ERROR, err.message))?;
+        Ok(())
+    }
+
+    /// Removes every instance of every init container (the sandbox is being recreated, so they
+    /// run again); answers the ids removed. Failures are logged only. Ports
+    /// `purgeInitContainers`.
+    async fn purge_init_containers(&self, pod: &k8s::Pod, status: &PodStatus) -> BTreeSet<String> {
+        let mut removed = BTreeSet::new();
+        for name in init_container_names(pod) {
+            for found in status.container_statuses.iter().filter(|s| s.name == name) {
+                self.remove_init_container(&found.id.id, &name, &mut removed)
+                    .await;
+            }
+        }
+        removed
+    }
+
+    /// Removes all but the newest exited (or unknown) instance of each init container. Unlike
+    /// the kubelet, instances the purge already removed are not asked for again. Ports
+    /// `pruneInitContainersBeforeStart`.
+    async fn prune_init_containers_before_start(
+        &self,
+        pod: &k8s::Pod,
+        status: &PodStatus,
+        already_removed: &BTreeSet<String>,
+    ) {
+        let mut removed = already_removed.clone();
+        for name in init_container_names(pod) {
+            let finished = status.container_statuses.iter().filter(|s| {
+                s.name == name
+                    && matches!(s.state, ContainerState::Exited | ContainerState::Unknown)
+            });
+            // Statuses are newest first: the first one is kept.
+            for found in finished.skip(1) {
+                if !removed.contains(&found.id.id) {
+                    self.remove_init_container(&found.id.id, &name, &mut removed)
+                        .await;
+                }
+            }
+        }
+    }
+
+    async fn remove_init_container(&self, id: &str, name: &str, removed: &mut BTreeSet<String>) {
+        match self.client().remove_container(id).await {
+            Ok(()) => {
+                removed.insert(id.to_owned());
+            }
+            Err(err) => {
+                tracing::warn!(container = name, id, %err, "failed to remove init container")
+            }
+        }
+    }
+}
+
+/// The names of the pod's init containers, in spec order, each once.
+fn init_container_names(pod: &k8s::Pod) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| seen.insert(c.name.clone()))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// Checks the crash-loop back-off of a container about to start: with an exited instance, a
+/// message when it is still backing off since that instance finished; otherwise the back-off
+/// is advanced and `None` lets the start go on. Ports `doBackOff` (kuberuntime_container.go).
+fn do_back_off(
+    pod: &k8s::Pod,
+    container: &k8s::Container,
+    hash: u64,
+    status: &PodStatus,
+    backoff: &mut Backoff,
+) -> Option<String> {
+    let exited = status
+        .container_statuses
+        .iter()
+        .find(|s| s.name == container.name && s.state == ContainerState::Exited)?;
+    let key = stable_key(pod, &container.name, hash);
+    if backoff.is_in_back_off_since(&key, exited.finished_at) {
+        return Some(format!(
+            "back-off {} restarting failed container={} pod={}",
+            go_duration(backoff.get(&key)),
+            container.name,
+            format_pod(pod)
+        ));
+    }
+    backoff.next(&key, exited.finished_at);
+    None
+}
+
+/// A whole-second duration as Go prints it (`10s`, `1m20s`, `5m0s`, `1h0m0s`).
+fn go_duration(duration: std::time::Duration) -> String {
+    let total = duration.as_secs();
+    let (hours, minutes, seconds) = (total / 3600, total / 60 % 60, total % 60);
+    if hours > 0 {
+        format!("{hours}h{minutes}m{seconds}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{seconds}s")
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+/// The StopContainer timeout of a container SyncPod kills: the pod's deletion grace period,
+/// else (for a failed probe that sets its own) the probe's, else the termination grace period,
+/// else 2 s; never under 2 s. Ports `setTerminationGracePeriod` and the clamp of today's
+/// `killContainer`.
+fn kill_grace_period(pod: &k8s::Pod, info: &ContainerToKill) -> i64 {
+    let spec = pod.spec.as_ref();
+    let container = spec.and_then(|s| {
+        s.containers
+            .iter()
+            .chain(s.init_containers.iter().flatten())
+            .find(|c| c.name == info.name)
+    });
+    let probe = container.and_then(|c| match info.reason {
+        KillReason::StartupProbe => c.startup_probe.as_ref(),
+        KillReason::LivenessProbe => c.liveness_probe.as_ref(),
+        _ => None,
+    });
+    let grace = match (
+        pod.metadata.deletion_grace_period_seconds,
+        spec.and_then(|s| s.termination_grace_period_seconds),
+    ) {
+        (Some(deletion), _) => deletion,
+        (None, Some(termination)) => probe
+            .and_then(|p| p.termination_grace_period_seconds)
+            .unwrap_or(termination),
+        (None, None) => MINIMUM_GRACE_PERIOD_SECONDS,
+    };
+    grace.max(MINIMUM_GRACE_PERIOD_SECONDS)
+}
+
+/// The restart count a container's log files imply: one past the highest `<n>.log` (or
+/// `<n>.log.<suffix>`) in its log directory, 0 without any. Ports `calcRestartCountByLogDir`.
+fn restart_count_by_log_dir(dir: &Path) -> u32 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (number, rest) = name.split_once(".log")?;
+            let valid = !number.is_empty()
+                && number.chars().all(|c| c.is_ascii_digit())
+                && (rest.is_empty() || rest.starts_with('.'));
+            valid.then(|| number.parse::<u32>().ok()).flatten()
+        })
+        .map(|count| count.saturating_add(1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Makes a directory and its parents, 0755 as the kubelet does.
+fn make_directory(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(path)
+}
+
+/// The sandbox's IPs, primary first. Ports `determinePodSandboxIPs`.
+fn sandbox_ips(status: &v1::PodSandboxStatus) -> Vec<String> {
+    status
+        .network
+        .iter()
+        .flat_map(|n| {
+            std::iter::once(n.ip.clone()).chain(n.additional_ips.iter().map(|ip| ip.ip.clone()))
+        })
+        .filter(|ip| !ip.is_empty())
+        .collect()
+}
+
+/// The pod as the seed's `kill_pod` reads it.
+fn kill_spec(pod: &k8s::Pod) -> PodSpec {
+    let (name, namespace, uid) = identity(pod);
+    let spec = pod.spec.as_ref();
+    let specs = |containers: &mut dyn Iterator<Item = (&String, &Option<String>)>| {
+        containers
+            .map(|(name, image)| ContainerSpec {
+                name: name.clone(),
+                image: image.clone().unwrap_or_default(),
+            })
+            .collect()
+    };
+    PodSpec {
+        uid: uid.to_owned(),
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        host_network: is_host_network(pod),
+        termination_grace_period_seconds: spec.and_then(|s| s.termination_grace_period_seconds),
+        deletion_grace_period_seconds: pod.metadata.deletion_grace_period_seconds,
+        containers: specs(
+            &mut spec
+                .iter()
+                .flat_map(|s| s.containers.iter())
+                .map(|c| (&c.name, &c.image)),
+        ),
+        init_containers: specs(
+            &mut spec
+                .iter()
+                .flat_map(|s| s.init_containers.iter().flatten())
+                .map(|c| (&c.name, &c.image)),
+        ),
+        ephemeral_containers: specs(
+            &mut spec
+                .iter()
+                .flat_map(|s| s.ephemeral_containers.iter().flatten())
+                .map(|c| (&c.name, &c.image)),
+        ),
+        restart_policy: spec.and_then(|s| s.restart_policy.clone()),
+        host_pid: spec.and_then(|s| s.host_pid).unwrap_or(false),
+        host_ipc: spec.and_then(|s| s.host_ipc).unwrap_or(false),
+    }
+}
+
+/// The running part of a pod's status: its running containers and all its sandboxes. Ports
+/// `ConvertPodStatusToRunningPod`.
+fn running_pod(runtime_name: &str, status: &PodStatus) -> Pod {
+    Pod {
+        id: status.id.clone(),
+        name: status.name.clone(),
+        namespace: status.namespace.clone(),
+        containers: status
+            .container_statuses
+            .iter()
+            .filter(|s| s.state == ContainerState::Running)
+            .map(|s| Container {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                image: s.image.clone(),
+                hash: s.hash,
+                state: s.state,
+            })
+            .collect(),
+        sandboxes: status
+            .sandbox_statuses
+            .iter()
+            .map(|s| Container {
+                id: ContainerId {
+                    r#type: runtime_name.to_owned(),
+                    id: s.id.clone(),
+                },
+                state: ContainerState::from_cri_sandbox(s.state),
+                ..Default::default()
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::seconds(10, "10s")]
+    #[case::minute_and_seconds(80, "1m20s")]
+    #[case::whole_minutes(300, "5m0s")]
+    #[case::hours(3_600, "1h0m0s")]
+    fn durations_print_as_go_does(#[case] seconds: u64, #[case] expected: &str) {
+        assert_eq!(
+            go_duration(std::time::Duration::from_secs(seconds)),
+            expected
+        );
+    }
+
+    fn pod(yaml: &str) -> k8s::Pod {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn to_kill(name: &str, reason: KillReason) -> ContainerToKill {
+        ContainerToKill {
+            name: name.to_owned(),
+            kind: super::super::ContainerKind::Regular,
+            reason,
+            message: String::new(),
+        }
+    }
+
+    const PROBED: &str = "
+metadata: {name: p}
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    livenessProbe: {exec: {command: ['true']}, terminationGracePeriodSeconds: 5}
+";
+
+    #[rstest]
+    #[case::termination(PROBED, KillReason::Unknown, 30)]
+    #[case::liveness_probe_sets_its_own(PROBED, KillReason::LivenessProbe, 5)]
+    #[case::startup_probe_unset_falls_back(PROBED, KillReason::StartupProbe, 30)]
+    #[case::deletion_wins("{metadata: {name: p, deletionGracePeriodSeconds: 0}, spec: {terminationGracePeriodSeconds: 30, containers: [{name: app}]}}", KillReason::LivenessProbe, 2)]
+    #[case::nothing_set(
+        "{metadata: {name: p}, spec: {containers: [{name: app}]}}",
+        KillReason::Unknown,
+        2
+    )]
+    fn the_kill_grace_period_follows_todays_kubelet(
+        #[case] yaml: &str,
+        #[case] reason: KillReason,
+        #[case] expected: i64,
+    ) {
+        assert_eq!(
+            kill_grace_period(&pod(yaml), &to_kill("app", reason)),
+            expected
+        );
+    }
+
+    #[test]
+    fn the_restart_count_is_one_past_the_highest_log_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(restart_count_by_log_dir(&dir.path().join("absent")), 0);
+        assert_eq!(restart_count_by_log_dir(dir.path()), 0);
+        for name in ["0.log", "3.log.20240101-000000", "7.logx", "x.log", "12"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("9.log")).unwrap();
+        assert_eq!(restart_count_by_log_dir(dir.path()), 4);
+    }
+
+    #[test]
+    fn the_running_pod_keeps_running_containers_and_every_sandbox() {
+        let status = PodStatus {
+            id: "u".to_owned(),
+            sandbox_statuses: vec![
+                v1::PodSandboxStatus {
+                    id: "s2".to_owned(),
+                    state: v1::PodSandboxState::SandboxReady.into(),
+                    ..Default::default()
+                },
+                v1::PodSandboxStatus {
+                    id: "s1".to_owned(),
+                    state: v1::PodSandboxState::SandboxNotready.into(),
+                    ..Default::default()
+                },
+            ],
+            container_statuses: vec![
+                crate::manager::ContainerStatus {
+                    name: "up".to_owned(),
+                    state: ContainerState::Running,
+                    ..Default::default()
+                },
+                crate::manager::ContainerStatus {
+                    name: "down".to_owned(),
+                    state: ContainerState::Exited,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let running = running_pod("mock", &status);
+        let names: Vec<_> = running.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["up"]);
+        let sandboxes: Vec<_> = running
+            .sandboxes
+            .iter()
+            .map(|s| (s.id.id.as_str(), s.state))
+            .collect();
+        assert_eq!(
+            sandboxes,
+            [
+                ("s2", ContainerState::Running),
+                ("s1", ContainerState::Exited)
+            ]
+        );
+    }
+}
