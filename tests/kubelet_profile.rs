@@ -280,3 +280,46 @@ async fn get_pods_order_and_created_at(
         .collect();
     assert_eq!(order, expected);
 }
+
+/// A run skips the cases that state the other kubelet, naming the flag, and runs the ones that
+/// state its own or none.
+#[rstest]
+#[case::seed_run(Seed, ["passed", "skipped", "passed"])]
+#[case::current_run(Current, ["skipped", "passed", "passed"])]
+#[tokio::test]
+async fn a_run_skips_the_cases_stating_the_other_kubelet(
+    #[case] profile: KubeletProfile,
+    #[case] expected: [&str; 3],
+) {
+    use cri_harness::runner::{self, CaseOutcome, Interrupt, SkipWhy, Target};
+    let text = "suite: profiles\nabout: x\ncases:\n\
+        \x20 - name: seed-only\n    kubelet: seed\n    steps:\n      - version: {}\n\
+        \x20 - name: current-only\n    kubelet: current\n    steps:\n      - version: {}\n\
+        \x20 - name: either\n    steps:\n      - version: {}\n";
+    let suite = cri_harness::suite::parse("profiles.yaml", text).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut config = support::run_config(Target::Mock, vec![suite], "profiles", scratch.path());
+    config.kubelet = profile;
+    let report = runner::run(config, Interrupt::new(), None).await;
+    let outcomes: Vec<&str> = report
+        .cases
+        .iter()
+        .map(|c| match &c.outcome {
+            CaseOutcome::Passed => "passed",
+            CaseOutcome::Failed(_) => "failed",
+            CaseOutcome::Skipped(_) => "skipped",
+        })
+        .collect();
+    assert_eq!(outcomes, expected, "{:?}", report.cases);
+    for case in &report.cases {
+        if let CaseOutcome::Skipped(skip) = &case.outcome {
+            assert_eq!(skip.why, SkipWhy::KubeletProfile);
+            let other = if profile == Seed { Current } else { Seed };
+            assert!(
+                skip.reason.contains(&format!("--kubelet {other}")),
+                "{}",
+                skip.reason
+            );
+        }
+    }
+}
