@@ -47,6 +47,7 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

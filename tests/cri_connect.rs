@@ -8,9 +8,9 @@ use std::time::Duration;
 use cri_harness::cri::{self, ConnectError, ConnectOptions, Endpoint};
 use cri_harness::mock::control_api::mock_control_server::{MockControl, MockControlServer};
 use cri_harness::mock::control_api::{
-    AdvanceClockRequest, ControlResponse, GetCallLogRequest, GetCallLogResponse,
-    InjectErrorRequest, InjectLatencyRequest, ResetRequest, SeedContainerRequest,
-    SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
+    AdvanceClockRequest, ControlResponse, ExitContainerRequest, GetCallLogRequest,
+    GetCallLogResponse, InjectErrorRequest, InjectLatencyRequest, ResetRequest,
+    SeedContainerRequest, SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::{Request, Response, Status};
@@ -103,6 +103,12 @@ impl MockControl for NoControl {
         none()
     }
     async fn seed(&self, _: Request<SeedRequest>) -> Result<Response<ControlResponse>, Status> {
+        none()
+    }
+    async fn exit_container(
+        &self,
+        _: Request<ExitContainerRequest>,
+    ) -> Result<Response<ControlResponse>, Status> {
         none()
     }
 }

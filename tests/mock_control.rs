@@ -1,5 +1,5 @@
 //! The mock's control service, across the wire (in-memory duplex): version override, injected
-//! errors and delays, the clock, the call log, seeding and reset.
+//! errors and delays, the clock, timed container exits, the call log, seeding and reset.
 
 mod support;
 
@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use cri_harness::cri::{v1, CriClient};
 use cri_harness::mock::control_api::{
-    mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, GetCallLogRequest,
-    InjectErrorRequest, InjectLatencyRequest, ResetRequest, SeedContainerRequest,
-    SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
+    mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, ExitContainerRequest,
+    GetCallLogRequest, InjectErrorRequest, InjectLatencyRequest, ResetRequest,
+    SeedContainerRequest, SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
 use rstest::rstest;
 use support::{create_container, labels, mock, run_sandbox, sandbox_config};
@@ -798,4 +798,230 @@ async fn control_calls_are_not_logged() {
         .await
         .unwrap();
     assert!(call_log(&mut control, false).await.is_empty());
+}
+
+const SECOND: i64 = 1_000_000_000;
+
+/// A mock frozen at 100 s with a running container; answers the container's id.
+async fn running_container_at_100s(client: &CriClient, control: &mut Control) -> String {
+    control
+        .set_clock(SetClockRequest {
+            unix_nanos: 100 * SECOND,
+        })
+        .await
+        .unwrap();
+    let sandbox = run_sandbox(client, "exits").await;
+    let id = create_container(client, &sandbox, "exits", "app").await;
+    client.start_container(&id).await.unwrap();
+    id
+}
+
+/// (state, exit code, reason, finished_at in seconds) of a container.
+async fn exit_of(client: &CriClient, id: &str) -> (v1::ContainerState, i32, String, i64) {
+    let status = client.container_status(id).await.unwrap().status.unwrap();
+    (
+        status.state(),
+        status.exit_code,
+        status.reason,
+        status.finished_at / SECOND,
+    )
+}
+
+fn exit_request(id: &str, exit_code: i32) -> ExitContainerRequest {
+    ExitContainerRequest {
+        container_id: id.to_owned(),
+        exit_code,
+        ..Default::default()
+    }
+}
+
+#[rstest]
+#[case::at_an_instant(ExitContainerRequest { at_unix_nanos: 130 * SECOND, ..exit_request("", 3) }, 30, 130)]
+#[case::after_a_duration(ExitContainerRequest { after_nanos: 20 * SECOND, ..exit_request("", 3) }, 20, 120)]
+#[tokio::test]
+async fn a_timed_exit_ends_the_container_when_the_clock_passes_it(
+    #[case] request: ExitContainerRequest,
+    #[case] due_after_seconds: i64,
+    #[case] finished_at: i64,
+) {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    control
+        .exit_container(ExitContainerRequest {
+            container_id: id.clone(),
+            ..request
+        })
+        .await
+        .unwrap();
+    let advance = |nanos| AdvanceClockRequest { nanos };
+    control
+        .advance_clock(advance((due_after_seconds - 1) * SECOND))
+        .await
+        .unwrap();
+    let before = exit_of(&client, &id).await;
+    control.advance_clock(advance(5 * SECOND)).await.unwrap();
+    let after = exit_of(&client, &id).await;
+    assert_eq!(before.0, v1::ContainerState::ContainerRunning);
+    assert_eq!(
+        after,
+        (
+            v1::ContainerState::ContainerExited,
+            3,
+            "Error".to_owned(),
+            finished_at
+        )
+    );
+    // The list agrees with the status: the index follows the state change.
+    let exited = client
+        .list_containers(Some(v1::ContainerFilter {
+            state: Some(v1::ContainerStateValue {
+                state: v1::ContainerState::ContainerExited as i32,
+            }),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert_eq!(exited.into_iter().map(|c| c.id).collect::<Vec<_>>(), [id]);
+}
+
+#[rstest]
+#[case::zero_completes(0, "", "Completed")]
+#[case::non_zero_errs(1, "", "Error")]
+#[case::a_given_reason_is_kept(137, "OOMKilled", "OOMKilled")]
+#[tokio::test]
+async fn a_timed_exit_reports_its_code_and_reason(
+    #[case] exit_code: i32,
+    #[case] reason: &str,
+    #[case] expected_reason: &str,
+) {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    let request = ExitContainerRequest {
+        reason: reason.to_owned(),
+        ..exit_request(&id, exit_code)
+    };
+    // Due now: the process ends at once, at the clock's reading.
+    control.exit_container(request).await.unwrap();
+    assert_eq!(
+        exit_of(&client, &id).await,
+        (
+            v1::ContainerState::ContainerExited,
+            exit_code,
+            expected_reason.to_owned(),
+            100
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_setting_of_the_clock_past_the_exit_ends_the_container_too() {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    let request = ExitContainerRequest {
+        at_unix_nanos: 150 * SECOND,
+        ..exit_request(&id, 2)
+    };
+    control.exit_container(request).await.unwrap();
+    control
+        .set_clock(SetClockRequest {
+            unix_nanos: 200 * SECOND,
+        })
+        .await
+        .unwrap();
+    let (state, code, _, finished_at) = exit_of(&client, &id).await;
+    assert_eq!(
+        (state, code, finished_at),
+        (v1::ContainerState::ContainerExited, 2, 150)
+    );
+}
+
+#[tokio::test]
+async fn a_container_stopped_before_its_exit_keeps_the_stop_s_outcome() {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    let request = ExitContainerRequest {
+        after_nanos: 10 * SECOND,
+        ..exit_request(&id, 9)
+    };
+    control.exit_container(request).await.unwrap();
+    client.stop_container(&id, 0).await.unwrap();
+    let stopped = exit_of(&client, &id).await;
+    control
+        .advance_clock(AdvanceClockRequest { nanos: 60 * SECOND })
+        .await
+        .unwrap();
+    assert_eq!(exit_of(&client, &id).await, stopped);
+    assert_ne!(stopped.1, 9);
+}
+
+#[tokio::test]
+async fn a_created_container_exits_only_if_started_before_the_exit() {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .set_clock(SetClockRequest {
+            unix_nanos: 100 * SECOND,
+        })
+        .await
+        .unwrap();
+    let sandbox = run_sandbox(&client, "exits").await;
+    let early = create_container(&client, &sandbox, "exits", "early").await;
+    let late = create_container(&client, &sandbox, "exits", "late").await;
+    for id in [&early, &late] {
+        let request = ExitContainerRequest {
+            after_nanos: 10 * SECOND,
+            ..exit_request(id, 4)
+        };
+        control.exit_container(request).await.unwrap();
+    }
+    client.start_container(&early).await.unwrap();
+    control
+        .advance_clock(AdvanceClockRequest { nanos: 20 * SECOND })
+        .await
+        .unwrap();
+    client.start_container(&late).await.unwrap();
+    assert_eq!(
+        exit_of(&client, &early).await.0,
+        v1::ContainerState::ContainerExited
+    );
+    assert_eq!(
+        exit_of(&client, &late).await.0,
+        v1::ContainerState::ContainerRunning
+    );
+}
+
+#[rstest]
+#[case::unknown_container(false, Code::NotFound, "not found")]
+#[case::already_exited(true, Code::FailedPrecondition, "CONTAINER_EXITED")]
+#[tokio::test]
+async fn a_timed_exit_is_refused_for_a_container_without_a_process(
+    #[case] exists: bool,
+    #[case] code: Code,
+    #[case] wanted: &str,
+) {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    client.stop_container(&id, 0).await.unwrap();
+    let target = if exists {
+        id
+    } else {
+        "no-such-container".to_owned()
+    };
+    let err = control
+        .exit_container(exit_request(&target, 1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), code);
+    assert!(err.message().contains(wanted), "{}", err.message());
+}
+
+#[tokio::test]
+async fn a_timed_exit_refuses_negative_times() {
+    let (_mock, client, mut control) = mock().await;
+    let id = running_container_at_100s(&client, &mut control).await;
+    let request = ExitContainerRequest {
+        after_nanos: -1,
+        ..exit_request(&id, 1)
+    };
+    let err = control.exit_container(request).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
 }

@@ -170,6 +170,7 @@ fn pod(key: PodKey, sandboxes: Vec<Container>, containers: Vec<Container>) -> Po
         namespace,
         sandboxes,
         containers,
+        ..Default::default()
     }
 }
 

@@ -54,6 +54,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         work_dir: snapshots.path().join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     let failures: Vec<String> = report

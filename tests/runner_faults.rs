@@ -63,6 +63,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         work_dir: snapshots.join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     }
 }
 

@@ -43,6 +43,7 @@ fn config(
         work_dir: snapshots.join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     }
 }
 

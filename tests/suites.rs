@@ -4,16 +4,24 @@
 
 mod support;
 
+use cri_harness::manager::KubeletProfile;
 use cri_harness::runner::{self, snapshot, CaseOutcome, Interrupt, SkipWhy, Target};
 use cri_harness::suite;
 
+/// Every case runs under both kubelets' rules: one that states a kubelet passes under it and
+/// skips under the other; every other case passes under both (or skips for the mock's own
+/// reasons).
+#[rstest::rstest]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
+async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots(
+    #[values(KubeletProfile::Seed, KubeletProfile::Current)] kubelet: KubeletProfile,
+) {
     let loaded = suite::load_embedded();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     // The runner writes into a scratch tree; insta compares with the committed one.
     let scratch = tempfile::tempdir().unwrap();
-    let config = support::run_config(Target::Mock, loaded.suites, "suites", scratch.path());
+    let mut config = support::run_config(Target::Mock, loaded.suites, "suites", scratch.path());
+    config.kubelet = kubelet;
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
     assert!(
@@ -25,13 +33,17 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
         .cases
         .iter()
         // A case that needs a real process cannot run on the mock, nor one that needs the
-        // internet or a security module the host's kernel lacks; every other one must pass.
+        // internet or a security module the host's kernel lacks, nor one that states the other
+        // kubelet; every other one must pass.
         .filter(|c| match &c.outcome {
             CaseOutcome::Passed => false,
-            CaseOutcome::Skipped(skip) => !matches!(
-                skip.why,
-                SkipWhy::NeedsProcess | SkipWhy::Environment | SkipWhy::HostLacks
-            ),
+            CaseOutcome::Skipped(skip) => match skip.why {
+                SkipWhy::NeedsProcess | SkipWhy::Environment | SkipWhy::HostLacks => false,
+                SkipWhy::KubeletProfile => {
+                    !matches!(case_kubelet(&c.suite, &c.case), Some(k) if k != kubelet)
+                }
+                _ => true,
+            },
             CaseOutcome::Failed(_) => true,
         })
         .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
@@ -58,6 +70,17 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots() {
             insta::assert_snapshot!(name, body);
         });
     }
+}
+
+/// The kubelet a case states, if any.
+fn case_kubelet(suite_name: &str, case_name: &str) -> Option<KubeletProfile> {
+    suite::load_embedded()
+        .suites
+        .iter()
+        .filter(|s| s.name == suite_name)
+        .flat_map(|s| &s.cases)
+        .find(|c| c.name == case_name)
+        .and_then(|c| c.kubelet)
 }
 
 /// The AppArmor and SELinux cases are decided on the host before they run: where its kernel

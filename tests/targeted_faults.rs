@@ -41,6 +41,7 @@ async fn run_once() -> String {
         work_dir: scratch.path().join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::common::{Chosen, LeaseDirArg, TargetArgs};
 use super::{cleanup_command, INTERRUPTED};
 use crate::cri;
+use crate::manager::KubeletProfile;
 use crate::mock::MockRuntime;
 use crate::prop::{self, differential, Naming, Profile, Property, Target};
 use crate::runner::{self, cleanup::Lease};
@@ -52,6 +53,10 @@ pub struct Args {
     target: TargetArgs,
     #[command(flatten)]
     lease: LeaseDirArg,
+    /// The kubelet whose rules the manager follows where the 2016 seed and today's kubelet
+    /// differ (kill and pod status on NotFound, GetPods order)
+    #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
+    kubelet: KubeletProfile,
 }
 
 fn property_name(name: &str) -> Result<String, String> {
@@ -151,6 +156,7 @@ async fn properties(args: Args, chosen: Chosen, run_id: String) -> anyhow::Resul
             (Target::endpoint(client), None, Profile::REAL)
         }
     };
+    let target = target.with_kubelet(args.kubelet);
     if args.differential {
         let outcome = differential::run(
             &target,

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{parse_duration, Chosen, LeaseDirArg, TargetArgs};
 use super::{cleanup_command, INTERRUPTED};
+use crate::manager::KubeletProfile;
 use crate::report;
 use crate::runner::cleanup::Lease;
 use crate::runner::{self, snapshot, Filter, RunConfig, Target};
@@ -71,6 +72,11 @@ pub struct Args {
     /// Also run the environment-dependent cases that need the public registries
     #[arg(long)]
     online: bool,
+    /// The kubelet whose rules the manager follows where the 2016 seed and today's kubelet
+    /// differ (kill and pod status on NotFound, GetPods order); cases stating the other are
+    /// skipped
+    #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
+    kubelet: KubeletProfile,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -113,7 +119,9 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
     if args.list {
         for suite in &loaded.suites {
             for case in suite.cases.iter().filter(|c| filter.selects(suite, c)) {
-                let needs: Vec<&str> = case.needs.iter().map(|n| n.name()).collect();
+                let mut needs: Vec<String> =
+                    case.needs.iter().map(|n| n.name().to_owned()).collect();
+                needs.extend(case.kubelet.map(|k| format!("kubelet: {k}")));
                 let mark = if needs.is_empty() {
                     String::new()
                 } else {
@@ -167,9 +175,13 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
         work_dir: args.work_dir.unwrap_or_else(runner::default_work_dir),
         online: args.online,
         pulled_record,
+        kubelet: args.kubelet,
     };
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);
+    }
+    if config.kubelet != KubeletProfile::Seed {
+        println!("kubelet rules: {}", config.kubelet);
     }
     let (progress, bar) = super::progress::display(selected, ci);
     let mut outcome = runner::run(config, stop, Some(progress)).await;

@@ -4,6 +4,8 @@
 
 use futures::future::join_all;
 
+#[cfg(doc)]
+use super::KubeletProfile;
 use super::{
     labels, Container, KubeGenericRuntimeManager, ManagerError, Pod, PodSpec, PodSyncResult,
     SyncAction, SyncResult, KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR, TEARDOWN_NETWORK_ERROR,
@@ -19,7 +21,8 @@ impl KubeGenericRuntimeManager {
     /// every sandbox. `pod` is the spec if the caller still has it; without it, grace periods and
     /// the host-network choice are read back from the runtime. Never fails as a whole: each
     /// step's outcome is in the result. Ports `KillPod`/`killPodWithSyncResult`
-    /// (kuberuntime_manager.go, 2016).
+    /// (kuberuntime_manager.go, 2016). Under [`KubeletProfile::Current`] a StopContainer or
+    /// StopPodSandbox answered NotFound is a success, as in today's kubelet (spec R4.3, R4.5).
     pub async fn kill_pod(
         &self,
         pod: Option<&PodSpec>,
@@ -44,8 +47,11 @@ impl KubeGenericRuntimeManager {
             .iter()
             .zip(graces)
             .map(|(container, grace)| async move {
-                self.client.stop_container(&container.id.id, grace?).await?;
-                Ok::<(), ManagerError>(())
+                match self.client.stop_container(&container.id.id, grace?).await {
+                    // Today's kubelet: a container the runtime no longer has is stopped.
+                    Err(err) if !self.profile.forgives(err.code) => Err(err.into()),
+                    _ => Ok::<(), ManagerError>(()),
+                }
             });
         for (container, outcome) in containers.iter().zip(join_all(stops).await) {
             let mut step = SyncResult::new(SyncAction::KillContainer, container.name.clone());
@@ -98,8 +104,12 @@ impl KubeGenericRuntimeManager {
         // failure's text is the one kept (the seed's single result object).
         let mut step = SyncResult::new(SyncAction::KillPodSandbox, running_pod.id.clone());
         for sandbox in &running_pod.sandboxes {
-            if let Err(err) = self.client.stop_pod_sandbox(&sandbox.id.id).await {
-                step.fail(KILL_POD_SANDBOX_ERROR, err.to_string());
+            match self.client.stop_pod_sandbox(&sandbox.id.id).await {
+                // Today's kubelet, by the same rule as StopContainer's: gone is stopped.
+                Err(err) if !self.profile.forgives(err.code) => {
+                    step.fail(KILL_POD_SANDBOX_ERROR, err.to_string());
+                }
+                _ => {}
             }
         }
         result.results.push(step);

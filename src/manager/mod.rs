@@ -2,7 +2,8 @@
 //! at construction, listing pods, pod status, killing pods, the seed's netns helpers, and port
 //! forwarding (the seed's "not implemented", made real through the runtime's streaming server). It talks
 //! to the runtime only through [`CriClient`]; where the seed and today's kubelet differ, the seed
-//! wins, except where the seed would crash (each such place says so).
+//! wins, except where the seed would crash (each such place says so), and except for the three
+//! rules a [`KubeletProfile`] of today's kubelet switches.
 
 mod error;
 mod kill;
@@ -12,6 +13,7 @@ mod netns;
 mod network;
 mod pods;
 mod port_forward;
+mod profile;
 mod status;
 mod sync_result;
 mod types;
@@ -28,6 +30,7 @@ pub use network::{
     NOOP_NETWORK_PLUGIN_NAME, RECORDING_NETWORK_PLUGIN_NAME,
 };
 pub use port_forward::PortForwardFailure;
+pub use profile::KubeletProfile;
 pub use sync_result::{
     PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR, CRASH_LOOP_BACK_OFF,
     CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR, CREATE_POD_SANDBOX_ERROR,
@@ -48,6 +51,7 @@ pub struct KubeGenericRuntimeManager {
     client: CriClient,
     network: Arc<dyn NetworkPlugin>,
     runtime_name: String,
+    profile: KubeletProfile,
 }
 
 impl KubeGenericRuntimeManager {
@@ -76,7 +80,21 @@ impl KubeGenericRuntimeManager {
             client,
             network,
             runtime_name: answer.runtime_name,
+            profile: KubeletProfile::default(),
         })
+    }
+
+    /// The same manager following `profile`'s rules where the seed and today's kubelet differ
+    /// (the seed's unless told).
+    #[must_use]
+    pub fn with_profile(mut self, profile: KubeletProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The kubelet whose rules it follows.
+    pub fn profile(&self) -> KubeletProfile {
+        self.profile
     }
 
     /// The runtime's name from `Version.runtime_name`. Ports `Type` (kuberuntime_manager.go).
@@ -156,6 +174,7 @@ mod tests {
             client: CriClient::new(channel.clone(), channel, "offline", Duration::from_secs(1)),
             network: Arc::new(NoopNetworkPlugin),
             runtime_name: "mock".to_owned(),
+            profile: KubeletProfile::Seed,
         }
     }
 

@@ -4,14 +4,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{labels, Container, ContainerState, KubeGenericRuntimeManager, ManagerError, Pod};
+use super::{
+    labels, Container, ContainerState, KubeGenericRuntimeManager, KubeletProfile, ManagerError, Pod,
+};
 use crate::cri::labels::MANAGED;
 use crate::cri::v1;
 
 impl KubeGenericRuntimeManager {
     /// All pods on the runtime (`all`), or only those with ready sandboxes and running
     /// containers. Only objects carrying `io.kubernetes.managed=true` count (the seed's rule).
-    /// Ports `GetPods` (kuberuntime_manager.go, 2016).
+    /// Under [`KubeletProfile::Current`] each pod carries its sandbox's `created_at` and the
+    /// pods come newest first, as in today's kubelet (spec R2.2, R2.3). Ports `GetPods`
+    /// (kuberuntime_manager.go, 2016).
     pub async fn get_pods(&self, all: bool) -> Result<Vec<Pod>, ManagerError> {
         let sandbox_filter = (!all).then(|| v1::PodSandboxFilter {
             state: Some(v1::PodSandboxStateValue {
@@ -33,15 +37,24 @@ impl KubeGenericRuntimeManager {
             ..Default::default()
         };
         let containers = self.client.list_containers(Some(container_filter)).await?;
-        Ok(group_pods(&self.runtime_name, &sandboxes, &containers))
+        Ok(group_pods(
+            &self.runtime_name,
+            self.profile,
+            &sandboxes,
+            &containers,
+        ))
     }
 }
 
 /// Groups listed sandboxes and containers into pods. The seed grouped through a map, so its order
 /// was unspecified (spec hazard 5); here it is deterministic: pods in order of first appearance
 /// (sandboxes, then containers), and within a pod sandboxes and containers in list order.
+/// Today's kubelet then gives each pod the `created_at` of its last converted sandbox in list
+/// order and sorts the pods newest first, stably, so pods built from containers alone (0) come
+/// last in first-appearance order.
 pub(crate) fn group_pods(
     runtime_name: &str,
+    profile: KubeletProfile,
     sandboxes: &[v1::PodSandbox],
     containers: &[v1::Container],
 ) -> Vec<Pod> {
@@ -71,7 +84,7 @@ pub(crate) fn group_pods(
         );
         // A sandbox that does not convert is dropped, but its pod entry stays (the seed's order).
         if let Some(converted) = sandbox_to_container(runtime_name, sandbox) {
-            placed_sandboxes.push((slot, converted));
+            placed_sandboxes.push((slot, sandbox.created_at, converted));
         }
     }
     let mut placed_containers = Vec::new();
@@ -86,11 +99,17 @@ pub(crate) fn group_pods(
             placed_containers.push((slot, converted));
         }
     }
-    for (slot, sandbox) in placed_sandboxes {
+    for (slot, created_at, sandbox) in placed_sandboxes {
+        if profile.is_current() {
+            pods[slot].created_at = created_at;
+        }
         pods[slot].sandboxes.push(sandbox);
     }
     for (slot, container) in placed_containers {
         pods[slot].containers.push(container);
+    }
+    if profile.is_current() {
+        pods.sort_by_key(|pod| std::cmp::Reverse(pod.created_at));
     }
     pods
 }
@@ -143,6 +162,8 @@ mod tests {
     use super::*;
     use crate::cri::labels::{CONTAINER_HASH, CONTAINER_NAME, POD_NAME, POD_NAMESPACE, POD_UID};
     use rstest::rstest;
+
+    use KubeletProfile::{Current, Seed};
 
     const RUNTIME: &str = "mock";
 
@@ -259,14 +280,74 @@ mod tests {
         #[case] expected: Vec<&str>,
     ) {
         assert_eq!(
-            shape(&group_pods(RUNTIME, &sandboxes, &containers)),
+            shape(&group_pods(RUNTIME, Seed, &sandboxes, &containers)),
             expected
         );
     }
 
+    fn created(id: &str, uid: &str, created_at: i64) -> v1::PodSandbox {
+        v1::PodSandbox {
+            created_at,
+            ..sandbox(id, uid, Ready)
+        }
+    }
+
+    /// Ports TestGetPodsSorted (kuberuntime_manager_test.go, modern) and the rules around it:
+    /// each pod as `uid@created_at`, in output order.
+    #[rstest]
+    #[case::seed_keeps_first_appearance_and_no_time(
+        Seed,
+        vec![created("s0", "u0", 10), created("s1", "u1", 5), created("s2", "u2", 20)],
+        vec![],
+        vec!["u0@0", "u1@0", "u2@0"]
+    )]
+    #[case::current_sorts_newest_first(
+        Current,
+        vec![created("s0", "u0", 10), created("s1", "u1", 5), created("s2", "u2", 20)],
+        vec![],
+        vec!["u2@20", "u0@10", "u1@5"]
+    )]
+    #[case::current_takes_the_last_listed_sandbox_not_the_newest(
+        Current,
+        vec![created("s1", "u1", 30), created("s0", "u1", 7), created("s2", "u2", 9)],
+        vec![],
+        vec!["u2@9", "u1@7"]
+    )]
+    #[case::current_puts_pods_of_containers_alone_last_in_appearance_order(
+        Current,
+        vec![created("s1", "u1", 3)],
+        vec![container("c9", Some("u9"), "a"), container("c8", Some("u8"), "a")],
+        vec!["u1@3", "u9@0", "u8@0"]
+    )]
+    #[case::current_keeps_ties_in_appearance_order(
+        Current,
+        vec![created("s1", "u1", 4), created("s2", "u2", 4)],
+        vec![],
+        vec!["u1@4", "u2@4"]
+    )]
+    #[case::current_ignores_a_sandbox_that_does_not_convert(
+        Current,
+        vec![created("s1", "u1", 4), created("", "u1", 99)],
+        vec![],
+        vec!["u1@4"]
+    )]
+    fn pods_carry_and_sort_by_created_at_only_under_today_s_kubelet(
+        #[case] profile: KubeletProfile,
+        #[case] sandboxes: Vec<v1::PodSandbox>,
+        #[case] containers: Vec<v1::Container>,
+        #[case] expected: Vec<&str>,
+    ) {
+        let pods = group_pods(RUNTIME, profile, &sandboxes, &containers);
+        let order: Vec<String> = pods
+            .iter()
+            .map(|p| format!("{}@{}", p.id, p.created_at))
+            .collect();
+        assert_eq!(order, expected);
+    }
+
     #[test]
     fn orphan_pod_takes_name_and_namespace_from_labels() {
-        let pods = group_pods(RUNTIME, &[], &[container("c1", Some("u9"), "app")]);
+        let pods = group_pods(RUNTIME, Seed, &[], &[container("c1", Some("u9"), "app")]);
         assert_eq!(
             (pods[0].name.as_str(), pods[0].namespace.as_str()),
             ("pod-u9", "ns")
@@ -279,7 +360,7 @@ mod tests {
         if let Some(m) = other.metadata.as_mut() {
             m.name = "renamed".to_owned();
         }
-        let pods = group_pods(RUNTIME, &[sandbox("s1", "u1", Ready), other], &[]);
+        let pods = group_pods(RUNTIME, Seed, &[sandbox("s1", "u1", Ready), other], &[]);
         assert_eq!(pods[0].name, "pod-u1");
     }
 

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(doc)]
+use super::KubeletProfile;
 use super::{
     labels, ContainerId, ContainerState, ContainerStatus, KubeGenericRuntimeManager, ManagerError,
     PodStatus,
@@ -13,7 +15,9 @@ use crate::cri::v1;
 impl KubeGenericRuntimeManager {
     /// The status of pod `uid`: every sandbox with its label (newest first, any state), the pod
     /// IP, and the statuses of the containers of those sandboxes. Any CRI error fails the whole
-    /// call (the seed's rule). Ports `GetPodStatus` (kuberuntime_manager.go, 2016).
+    /// call (the seed's rule), except that under [`KubeletProfile::Current`] a container whose
+    /// ContainerStatus answers NotFound is left out, as today's kubelet does (spec R3.4). Ports
+    /// `GetPodStatus` (kuberuntime_manager.go, 2016).
     pub async fn get_pod_status(
         &self,
         uid: &str,
@@ -70,7 +74,12 @@ impl KubeGenericRuntimeManager {
         let containers = self.client.list_containers(Some(filter)).await?;
         let mut statuses = Vec::with_capacity(containers.len());
         for container in &containers {
-            let answer = self.client.container_status(&container.id).await?;
+            let answer = match self.client.container_status(&container.id).await {
+                Ok(answer) => answer,
+                // Today's kubelet: it went between the list and the status; skip it.
+                Err(err) if self.profile.forgives(err.code) => continue,
+                Err(err) => return Err(err.into()),
+            };
             let status = answer.status.ok_or_else(|| ManagerError::MissingStatus {
                 method: "ContainerStatus",
                 id: container.id.clone(),

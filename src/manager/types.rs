@@ -112,6 +112,13 @@ pub struct Pod {
     pub name: String,
     /// Pod namespace.
     pub namespace: String,
+    /// The `created_at` of its last listed sandbox, Unix nanoseconds, which today's kubelet
+    /// sorts pods by; 0 under the seed (which has no such field) and for a pod built from
+    /// containers alone. Not written out: what it decides is the pods' order, which a case
+    /// checks as such (`get_pods` `order:`), while the value is a runtime timestamp a snapshot
+    /// would only redact; so a snapshot reads the same under either kubelet.
+    #[serde(skip)]
+    pub created_at: i64,
     /// Containers, in the runtime's list order.
     pub containers: Vec<Container>,
     /// Sandboxes, in the runtime's list order (the seed treats the first as the latest).

@@ -1,5 +1,6 @@
 //! The mock's control service (`criharness.mock.v1.MockControl`): what a suite uses to ask for
-//! a misbehaving runtime, steer its clock, seed odd objects and read back the CRI calls.
+//! a misbehaving runtime, steer its clock, seed odd objects, end processes at a chosen time and
+//! read back the CRI calls.
 //! Control calls are not logged and not subject to injected faults.
 
 use std::time::Duration;
@@ -9,8 +10,9 @@ use tonic::{Request, Response, Status};
 use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
 use super::faults::{cri_method, target_kind, Aim, CRI_METHODS, TARGETED_METHODS};
-use super::state::{container_name, sandbox_name, State};
+use super::state::{container_name, sandbox_name, State, TimedExit};
 use super::{default_version, MockRuntime};
+use crate::cri::v1;
 
 /// Serves MockControl from a mock's shared state.
 #[derive(Debug, Clone)]
@@ -105,7 +107,9 @@ impl MockControl for MockControlService {
         request: Request<api::SetClockRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
         let unix_nanos = non_negative("SetClock", request.into_inner().unix_nanos)?;
-        self.0.lock().clock.set(unix_nanos);
+        let mut inner = self.0.lock();
+        inner.clock.set(unix_nanos);
+        inner.settle_exits();
         ok()
     }
 
@@ -114,7 +118,9 @@ impl MockControl for MockControlService {
         request: Request<api::AdvanceClockRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
         let nanos = non_negative("AdvanceClock", request.into_inner().nanos)?;
-        self.0.lock().clock.advance(nanos);
+        let mut inner = self.0.lock();
+        inner.clock.advance(nanos);
+        inner.settle_exits();
         ok()
     }
 
@@ -160,6 +166,52 @@ impl MockControl for MockControlService {
             request.into_inner(),
             "SeedContainer",
         )?;
+        ok()
+    }
+
+    async fn exit_container(
+        &self,
+        request: Request<api::ExitContainerRequest>,
+    ) -> Result<Response<api::ControlResponse>, Status> {
+        const CONTROL: &str = "ExitContainer";
+        let request = request.into_inner();
+        let at = non_negative(CONTROL, request.at_unix_nanos)?;
+        let after = non_negative(CONTROL, request.after_nanos)?;
+        let mut inner = self.0.lock();
+        let key = inner.state.find_container(&request.container_id)?;
+        let status = &inner.state.containers[key].status;
+        let alive = [
+            v1::ContainerState::ContainerCreated as i32,
+            v1::ContainerState::ContainerRunning as i32,
+        ];
+        if !alive.contains(&status.state) {
+            return Err(RpcError::NotExiting {
+                control: CONTROL,
+                id: status.id.clone(),
+                state: v1::ContainerState::try_from(status.state)
+                    .map_or("CONTAINER_UNKNOWN", |s| s.as_str_name()),
+            }
+            .into());
+        }
+        let container_id = status.id.clone();
+        let at = if at > 0 {
+            at
+        } else {
+            inner.clock.now().saturating_add(after)
+        };
+        let reason = match (request.reason.is_empty(), request.exit_code) {
+            (false, _) => request.reason,
+            (true, 0) => "Completed".to_owned(),
+            (true, _) => "Error".to_owned(),
+        };
+        inner.state.schedule_exit(TimedExit {
+            container_id,
+            at,
+            exit_code: request.exit_code,
+            reason,
+        });
+        // An instant already reached ends the process at once.
+        inner.settle_exits();
         ok()
     }
 

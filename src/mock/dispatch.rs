@@ -64,7 +64,10 @@ fn answer<Req, Resp>(
 ) -> Result<Response<Resp>, Status> {
     let result = match injected {
         Some(status) => Err(status),
-        None => handle(inner, request).map_err(Status::from),
+        None => {
+            inner.settle_exits();
+            handle(inner, request).map_err(Status::from)
+        }
     };
     match &result {
         Ok(_) => inner.log.finish(ticket, tonic::Code::Ok, ""),

@@ -290,6 +290,16 @@ pub(crate) enum RpcError {
         /// The value as given.
         value: i64,
     },
+    /// Control: a timed exit for a container whose process has already ended.
+    #[error("{control}: container \"{id}\" is in {state} state; only a created or running container can exit")]
+    NotExiting {
+        /// The control call.
+        control: &'static str,
+        /// The container's full id.
+        id: String,
+        /// Its CRI state's name.
+        state: &'static str,
+    },
     /// Control: seeding an object whose id is taken.
     #[error("{control}: a {kind} with id \"{id}\" already exists")]
     AlreadyExists {
@@ -339,6 +349,7 @@ impl From<RpcError> for tonic::Status {
             RpcError::StreamingServer { .. } => Code::Internal,
             RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
+            RpcError::NotExiting { .. } => Code::FailedPrecondition,
         };
         tonic::Status::new(code, err.to_string())
     }

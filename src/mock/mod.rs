@@ -66,6 +66,18 @@ impl Default for Inner {
     }
 }
 
+impl Inner {
+    /// Ends the processes whose timed exit the clock has reached (see
+    /// [`state::State::apply_due_exits`]). Called before every CRI call is answered and after
+    /// every clock control, so no answer shows a process past its exit.
+    pub(crate) fn settle_exits(&mut self) {
+        if self.state.has_timed_exits() {
+            let now = self.clock.now();
+            self.state.apply_due_exits(now);
+        }
+    }
+}
+
 /// The Version answer of a fresh mock (the brief's defaults, in containerd's shape).
 pub(crate) fn default_version() -> v1::VersionResponse {
     v1::VersionResponse {

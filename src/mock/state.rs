@@ -1,7 +1,8 @@
 //! The mock's object model: pod sandboxes and containers kept as the CRI statuses it answers
 //! with, pulled images, the names they reserve, and the counters that mint ids and pod IPs.
 //! Objects are kept in insertion order, which is the order lists answer in (oldest first), in
-//! tables indexed by id, state, label and sandbox (see `index`).
+//! tables indexed by id, state, label and sandbox (see `index`). Timed exits wait here until
+//! the mock's clock reaches them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -82,6 +83,19 @@ impl Indexed for Container {
     }
 }
 
+/// A container's process that ends by itself at an instant of the mock's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TimedExit {
+    /// The container's full id.
+    pub(crate) container_id: String,
+    /// When, in Unix nanoseconds of the mock's clock.
+    pub(crate) at: i64,
+    /// The exit code its status then reports.
+    pub(crate) exit_code: i32,
+    /// The reason its status then reports.
+    pub(crate) reason: String,
+}
+
 /// All objects of one mock instance.
 #[derive(Debug, Default)]
 pub(crate) struct State {
@@ -98,6 +112,8 @@ pub(crate) struct State {
     sandboxes_minted: u64,
     containers_minted: u64,
     ips_minted: u32,
+    /// Exits still to come, in the order they were asked for.
+    timed_exits: Vec<TimedExit>,
 }
 
 /// 64 hex characters, stable for a given seed.
@@ -307,6 +323,44 @@ impl State {
             memory_limit,
             process: Process::default(),
         })
+    }
+
+    /// Schedules a container's exit; a later one for the same container replaces it.
+    pub(crate) fn schedule_exit(&mut self, exit: TimedExit) {
+        self.timed_exits
+            .retain(|e| e.container_id != exit.container_id);
+        self.timed_exits.push(exit);
+    }
+
+    /// True while some exit is still to come, so callers need not read the clock otherwise.
+    pub(crate) fn has_timed_exits(&self) -> bool {
+        !self.timed_exits.is_empty()
+    }
+
+    /// Ends the process of every container whose exit is due at `now`: a running one turns
+    /// EXITED with the exit's code and reason, finished at the exit's instant (never before it
+    /// started). A due exit of a container that is not running then (never started, stopped
+    /// or removed meanwhile) is dropped: there is no process left to end.
+    pub(crate) fn apply_due_exits(&mut self, now: i64) {
+        let (due, later): (Vec<TimedExit>, Vec<TimedExit>) = std::mem::take(&mut self.timed_exits)
+            .into_iter()
+            .partition(|exit| exit.at <= now);
+        self.timed_exits = later;
+        for exit in due {
+            let Some(key) = self.containers.find_exact(&exit.container_id) else {
+                continue;
+            };
+            self.containers.update(key, |c| {
+                let status = &mut c.status;
+                if status.state != v1::ContainerState::ContainerRunning as i32 {
+                    return;
+                }
+                status.state = v1::ContainerState::ContainerExited as i32;
+                status.finished_at = exit.at.max(status.started_at);
+                status.exit_code = exit.exit_code;
+                status.reason = exit.reason;
+            });
+        }
     }
 
     /// Removes the sandbox at `key` with its containers, freeing their names.

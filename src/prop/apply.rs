@@ -11,7 +11,7 @@ use super::model::{Action, Model, Naming, Outcome, CLOCK_BASE_SECONDS};
 use super::scenario::MAX_PODS;
 use crate::cri::{labels, namespace_options, v1, CallError, CriClient, MAX_MESSAGE_SIZE};
 use crate::images;
-use crate::manager::ContainerState;
+use crate::manager::{ContainerState, KubeletProfile};
 use crate::mock::control_api::{self, mock_control_client::MockControlClient};
 use crate::mock::MockRuntime;
 use crate::observe::Redactor;
@@ -31,6 +31,8 @@ pub struct Target {
     pub client: CriClient,
     /// The mock's control service; `None` on a real runtime.
     pub control: Option<MockControlClient<Channel>>,
+    /// The kubelet whose rules the managers built for it follow.
+    pub kubelet: KubeletProfile,
 }
 
 impl Target {
@@ -47,6 +49,7 @@ impl Target {
         Ok(Self {
             client,
             control: Some(control_client(channel)),
+            kubelet: KubeletProfile::default(),
         })
     }
 
@@ -55,7 +58,15 @@ impl Target {
         Self {
             client,
             control: None,
+            kubelet: KubeletProfile::default(),
         }
+    }
+
+    /// The same target, its managers following `kubelet`'s rules.
+    #[must_use]
+    pub fn with_kubelet(mut self, kubelet: KubeletProfile) -> Self {
+        self.kubelet = kubelet;
+        self
     }
 
     /// True on the mock.

@@ -546,6 +546,7 @@ pub async fn observe(
     let plugin = Arc::new(RecordingNetworkPlugin::new());
     let manager = KubeGenericRuntimeManager::new(target.client.clone(), plugin.clone())
         .await
+        .map(|manager| manager.with_profile(target.kubelet))
         .map_err(manager_failed("differential", "new"))?;
     let failed = |call| manager_failed("differential", call);
     for all in [true, false] {

@@ -138,6 +138,7 @@ async fn manager(
 ) -> Result<KubeGenericRuntimeManager, PropError> {
     KubeGenericRuntimeManager::new(target.client.clone(), plugin)
         .await
+        .map(|manager| manager.with_profile(target.kubelet))
         .map_err(manager_failed(property.name(), "new"))
 }
 

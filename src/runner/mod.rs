@@ -23,6 +23,7 @@ pub use case::{namespace, pod_uid};
 use self::case::{CaseRun, Env};
 use self::snapshot::{Policy, SnapshotStatus};
 use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
+use crate::manager::KubeletProfile;
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
 use crate::suite::{step::Kind, Case, Need, Suite};
@@ -100,6 +101,9 @@ pub struct RunConfig {
     /// Where to record the images the run pulls, so `clean` can remove them should the run
     /// not get to (see [`crate::world::pulled::record_path`]); none: memory only.
     pub pulled_record: Option<PathBuf>,
+    /// The kubelet whose rules the managers follow (`--kubelet`); a case that states another
+    /// is skipped.
+    pub kubelet: KubeletProfile,
 }
 
 /// Where cases make host files unless told otherwise: `cri-harness` in the system's temporary
@@ -179,6 +183,8 @@ pub enum SkipWhy {
     HostLacks,
     /// The run was interrupted or aborted before it.
     NotRun,
+    /// It states the rules of another kubelet than the run's `--kubelet`.
+    KubeletProfile,
 }
 
 // Flat in JSON: `{"outcome": "skipped", "reason": "...", "skip": "mock_only"}`.
@@ -521,6 +527,15 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
             ),
         );
     }
+    if let Some(wanted) = case.kubelet.filter(|&k| k != shared.config.kubelet) {
+        return skip(
+            SkipWhy::KubeletProfile,
+            format!(
+                "expects the rules of the {wanted} kubelet; this run follows the {} kubelet's (run with --kubelet {wanted})",
+                shared.config.kubelet
+            ),
+        );
+    }
     if let Some((need, why)) = lsm::first_lack(std::path::Path::new("/"), &case.needs) {
         // Decided before any target: neither a runtime nor the mock can confine a process
         // with a module the kernel it runs on does not have.
@@ -539,6 +554,7 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
                 pulled: Some(shared.pulled.clone()),
+                kubelet: shared.config.kubelet,
             };
             run_in(shared, suite, case, number, env).await
         }
@@ -613,6 +629,7 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
+                kubelet: shared.config.kubelet,
             };
             run_in(shared, suite, case, number, env).await
         }

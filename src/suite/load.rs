@@ -11,6 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::step::{Kind, Scope, Step};
 use super::{yaml, Case, Need, PodIdentity, ReadProblem, Suite, SuiteError, EMBEDDED};
+use crate::manager::KubeletProfile;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +33,8 @@ struct RawCase {
     tags: Vec<String>,
     #[serde(default)]
     needs: Vec<Need>,
+    #[serde(default)]
+    kubelet: Option<KubeletProfile>,
     #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
     steps: Vec<Spanned<Step>>,
@@ -222,6 +225,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             about: raw_case.about,
             tags: raw.tags.iter().chain(&raw_case.tags).cloned().collect(),
             needs: raw_case.needs,
+            kubelet: raw_case.kubelet,
             pods: raw_case.pods,
             mentioned_pods: BTreeSet::new(),
             steps: raw_case.steps.into_iter().map(|s| s.value).collect(),
@@ -363,6 +367,29 @@ cases:
         match &second.steps[1] {
             Step::KillPod(KillPod { with_spec, .. }) => assert!(with_spec),
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::absent("", None)]
+    #[case::seed("    kubelet: seed\n", Some(KubeletProfile::Seed))]
+    #[case::current("    kubelet: current\n", Some(KubeletProfile::Current))]
+    fn a_case_may_state_the_kubelet_it_expects(
+        #[case] line: &str,
+        #[case] expected: Option<KubeletProfile>,
+    ) {
+        let text = format!(
+            "suite: s\nabout: x\ncases:\n  - name: c\n{line}    steps:\n      - version: {{}}\n"
+        );
+        assert_eq!(parse("s.yaml", &text).unwrap().cases[0].kubelet, expected);
+    }
+
+    #[test]
+    fn an_unknown_kubelet_is_refused_with_its_line_and_the_choices() {
+        let text = "suite: s\nabout: x\ncases:\n  - name: c\n    kubelet: modern\n    steps:\n      - version: {}\n";
+        let message = parse_err(text);
+        for part in ["suites/bad.yaml:5:", "modern", "`seed`", "`current`"] {
+            assert!(message.contains(part), "{message:?} lacks {part:?}");
         }
     }
 

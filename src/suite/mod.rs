@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub use crate::world::PodIdentity;
+
+use crate::manager::KubeletProfile;
 pub use embedded::EMBEDDED;
 pub use load::{load, load_dir, load_embedded, load_file, parse, Loaded};
 pub use step::Step;
@@ -45,6 +47,10 @@ pub struct Case {
     pub tags: Vec<String>,
     /// What it needs from the target beyond plain CRI.
     pub needs: Vec<Need>,
+    /// The kubelet whose rules its expectations follow, where the seed and today's kubelet
+    /// differ (`kubelet: seed|current`); a run under the other `--kubelet` skips it. None: it
+    /// holds under either.
+    pub kubelet: Option<KubeletProfile>,
     /// Pod identities the case fixes, by pod alias (others are made unique per run).
     pub pods: BTreeMap<String, PodIdentity>,
     /// Every pod alias the case names, fixed or not (not the empty one), found by the loader's

@@ -28,7 +28,9 @@ use self::identity::Identity;
 use self::recorder::Recorder;
 use crate::cri::{labels, v1, CriClient};
 use crate::images;
-use crate::manager::{KubeGenericRuntimeManager, ManagerError, Pod, RecordingNetworkPlugin};
+use crate::manager::{
+    KubeGenericRuntimeManager, KubeletProfile, ManagerError, Pod, RecordingNetworkPlugin,
+};
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::observe::{Answer, Redactor};
 
@@ -49,6 +51,8 @@ pub(crate) struct Env {
     /// Where to note images the case pulled that the runtime did not have, so the run removes
     /// them at its end (none on the mock, whose images die with it).
     pub pulled: Option<Arc<PulledImages>>,
+    /// The kubelet whose rules the case's manager follows.
+    pub kubelet: KubeletProfile,
 }
 
 /// A case's world.
@@ -79,6 +83,8 @@ pub struct World {
     host_dir: PathBuf,
     /// Cgroup parents handed to its sandboxes, for the runner to remove.
     cgroup_parents: Vec<String>,
+    /// The kubelet whose rules the manager follows.
+    kubelet: KubeletProfile,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -130,6 +136,7 @@ impl World {
             runtime_handler: env.runtime_handler,
             host_dir: env.host_dir,
             cgroup_parents: Vec::new(),
+            kubelet: env.kubelet,
         }
     }
 
@@ -251,8 +258,9 @@ impl World {
     /// Constructs the manager (recording the construction), which asks the runtime for its
     /// version once; later manager calls use it.
     pub(crate) async fn construct(&mut self) -> Result<KubeGenericRuntimeManager, ManagerError> {
-        let result =
-            KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone()).await;
+        let result = KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone())
+            .await
+            .map(|manager| manager.with_profile(self.kubelet));
         if let Ok(manager) = &result {
             self.recorder.redactor.runtime(manager.runtime_type());
             self.manager = Some(manager.clone());

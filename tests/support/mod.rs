@@ -178,6 +178,7 @@ pub fn run_config(
         work_dir: scratch.join("work"),
         online: false,
         pulled_record: None,
+        kubelet: Default::default(),
     }
 }
 

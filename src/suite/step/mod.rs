@@ -398,6 +398,7 @@ registry! {
     mock_inject_error::MockInjectError,
     mock_set_clock::MockSetClock,
     mock_advance_clock::MockAdvanceClock,
+    mock_exit_container::MockExitContainer,
     mock_seed_sandbox::MockSeedSandbox,
     mock_seed_container::MockSeedContainer,
     // manager calls, recorded in the snapshot
