@@ -12,12 +12,18 @@
 //! prober's answers the decision reads ([`ProbeResults`]), which the harness supplies itself
 //! because it runs no prober.
 
+mod gc;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 /// The Kubernetes core/v1 types the life cycle reads (`Pod`, `Container`, ...).
 pub use k8s_openapi::api::core::v1 as k8s;
+
+pub use gc::{
+    wall_clock_unix_nanos, GcError, GcLogDirs, GcPhaseError, GcPolicy, GcScope, PodStateOracle,
+};
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
 /// `spec.initContainers`, `spec.containers` and `spec.ephemeralContainers`.
