@@ -22,7 +22,8 @@ use serde::Serialize;
 pub use k8s_openapi::api::core::v1 as k8s;
 
 pub use gc::{
-    wall_clock_unix_nanos, GcError, GcLogDirs, GcPhaseError, GcPolicy, GcScope, PodStateOracle,
+    legacy_log_symlink, wall_clock_unix_nanos, GcError, GcLogDirs, GcPhaseError, GcPolicy, GcScope,
+    PodStateOracle,
 };
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's

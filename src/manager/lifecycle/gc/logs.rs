@@ -105,7 +105,7 @@ pub(super) fn pod_uid_of_log_directory(name: &str) -> &str {
 
 /// The legacy symlink's file name of a container, `<pod>_<namespace>_<container>-<id>.log`, cut
 /// to what ext4 takes. Ports `legacyLogSymlink`/`logSymlink` (kuberuntime_container.go, modern).
-pub(super) fn legacy_log_symlink(
+pub fn legacy_log_symlink(
     container_id: &str,
     container_name: &str,
     pod_name: &str,

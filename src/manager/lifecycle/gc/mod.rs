@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use logs::legacy_log_symlink;
+
 use crate::cri::CallError;
 use crate::manager::KubeGenericRuntimeManager;
 
