@@ -120,7 +120,7 @@ impl KubeGenericRuntimeManager {
     /// (kuberuntime_container.go, 2016; `kill_pod` issues the StopContainer). With a spec, the
     /// container is looked up by name only to find hooks; without one, the grace periods come
     /// from the container's annotations, so a ContainerStatus failure fails that container's kill.
-    async fn container_grace(
+    pub(super) async fn container_grace(
         &self,
         pod: Option<&PodSpec>,
         container: &Container,

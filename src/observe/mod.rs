@@ -39,6 +39,12 @@ pub enum Answer {
     Netns(#[serde(serialize_with = "netns_token")] String),
     /// `GetPodContainerID(...)`.
     ContainerId(ContainerId),
+    /// `GarbageCollect(...)`: what is left of the case's own objects, in suite terms.
+    Collected {
+        /// `sandbox ALIAS: STATE`, `container ALIAS: STATE`, `pod log directory POD` and
+        /// `log symlink ALIAS`, sorted.
+        remains: Vec<String>,
+    },
     /// `PortForward(pod, port, stream)`: what crossed each connection, in opening order.
     Forwarded {
         /// One exchange per connection.

@@ -15,6 +15,7 @@
 mod actions;
 mod backoff;
 mod container_config;
+mod gc;
 mod hash;
 mod images;
 pub mod pod;
@@ -49,6 +50,10 @@ use serde::Serialize;
 pub use k8s_openapi::api::core::v1 as k8s;
 
 pub use actions::compute_pod_actions;
+pub use gc::{
+    legacy_log_symlink, wall_clock_unix_nanos, GcError, GcLogDirs, GcPhaseError, GcPolicy, GcScope,
+    PodStateOracle,
+};
 pub use hash::hash_container;
 pub use sandbox_changed::pod_sandbox_changed;
 

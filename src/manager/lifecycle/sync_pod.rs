@@ -150,7 +150,12 @@ impl KubeGenericRuntimeManager {
                 let mut step = SyncResult::new(SyncAction::KillContainer, info.name.clone());
                 let grace = kill_grace_period(pod, info);
                 tracing::debug!(container = %info.name, id, reason = ?info.reason, message = %info.message, "killing container");
-                let outcome = self.client().stop_container(id, grace).await;
+                let outcome = match self.client().stop_container(id, grace).await {
+                    // The same rule as the pod's kill: today's kubelet takes a container the
+                    // runtime no longer has as stopped, the seed does not.
+                    Err(err) if self.profile.forgives(err.code) => Ok(()),
+                    outcome => outcome,
+                };
                 let failed = outcome.is_err();
                 if let Err(err) = outcome {
                     step.fail(KILL_CONTAINER_ERROR, err.to_string());
@@ -689,6 +694,8 @@ fn running_pod(runtime_name: &str, status: &PodStatus) -> Pod {
                 ..Default::default()
             })
             .collect(),
+        // Newest sandbox first in a status; GetPods' pod time is not read by a kill.
+        created_at: status.sandbox_statuses.first().map_or(0, |s| s.created_at),
     }
 }
 

@@ -409,6 +409,7 @@ registry! {
     get_pods::GetPods,
     get_pod_status::GetPodStatus,
     kill_pod::KillPod,
+    garbage_collect::GarbageCollect,
     get_netns::GetNetns,
     get_pod_container_id::GetPodContainerId,
     port_forward::PortForward,
