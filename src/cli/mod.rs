@@ -16,6 +16,7 @@ pub mod clean;
 pub mod common;
 pub mod images;
 pub mod mock;
+pub mod pod;
 pub mod progress;
 pub mod prop;
 pub mod run;
@@ -69,6 +70,8 @@ enum Command {
     Prop(prop::Args),
     /// Time critest's benchmarks: p50/p95/max per CRI operation.
     Bench(bench::Args),
+    /// Apply or delete a Pod manifest on a runtime the way the kubelet's SyncPod and GC do.
+    Pod(pod::Args),
 }
 
 /// Parses the command line, runs the subcommand on a tokio runtime and maps its outcome to the
@@ -99,6 +102,7 @@ pub fn main() -> ExitCode {
             Command::Version(args) => until_stopped(version::run(args), &stop).await,
             Command::Images(args) => until_stopped(images::run(args), &stop).await,
             Command::Clean(args) => until_stopped(clean::run(args), &stop).await,
+            Command::Pod(args) => until_stopped(pod::run(args), &stop).await,
         }
     });
     // Background tasks (servers, in-flight calls) must not keep the process alive.

@@ -1,0 +1,479 @@
+//! `cri-harness pod apply|delete -f pod.yaml`: the kubelet's pod life cycle on one runtime,
+//! without a cluster. `apply` drives SyncPod round after round until the pod runs (or has run to
+//! its end, or failed), printing each round's actions and results and the pod's status as the
+//! kubelet sees it; `delete` kills the pod and collects its garbage. A vendor debugging a runtime
+//! sees exactly which CRI step of the kubelet's life cycle goes wrong.
+//!
+//! The manifest is a real Pod (`kubectl get pod -o yaml` output works as is); a manifest without
+//! `metadata.uid` gets one derived from its namespace and name, so `apply` and `delete` of the
+//! same file agree. Pod logs and emptyDir volumes live under `--root`, which the harness owns.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sha2::{Digest as _, Sha256};
+
+use super::common::{parse_duration, EndpointArgs};
+use crate::manager::lifecycle::{
+    k8s, pod, Backoff, GcLogDirs, GcPolicy, GcScope, PodStateOracle, PodSync, ProbeResults,
+    SyncOptions, WallClock,
+};
+use crate::manager::{
+    ContainerState, KubeGenericRuntimeManager, KubeletProfile, NoopNetworkPlugin, PodStatus,
+};
+
+/// Arguments of `cri-harness pod`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: PodCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum PodCommand {
+    /// Drive SyncPod until the pod is running, has completed, or has failed
+    Apply(ApplyArgs),
+    /// Kill the pod and collect its containers, sandboxes and log directory
+    Delete(CommonArgs),
+}
+
+/// What both subcommands take.
+#[derive(Debug, clap::Args)]
+struct CommonArgs {
+    #[command(flatten)]
+    endpoints: EndpointArgs,
+    /// The Pod manifest (YAML or JSON)
+    #[arg(short = 'f', long, value_name = "FILE")]
+    filename: PathBuf,
+    /// The directory the harness owns for pod logs (`ROOT/pods`) and emptyDir volumes
+    /// (`ROOT/volumes`), on the runtime's host; never the kubelet's /var/log/pods
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/cri-harness")]
+    root: PathBuf,
+    /// The kubelet whose rules the manager follows where the 2016 seed and today's kubelet
+    /// differ (kill and pod status on NotFound)
+    #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
+    kubelet: KubeletProfile,
+}
+
+#[derive(Debug, clap::Args)]
+struct ApplyArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Give up when the pod has not settled within this time
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    wait: Duration,
+    /// Pause between two syncs (the kubelet resyncs a pod every second or so)
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration)]
+    interval: Duration,
+}
+
+/// The kubelet's pod phase, from the pod's spec and its runtime status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+pub enum Phase {
+    /// Not every init container has succeeded, or an app container has not started.
+    Pending,
+    /// The app containers have started and one is running (or will be restarted).
+    Running,
+    /// Every app container exited 0 and none will be restarted.
+    Succeeded,
+    /// Every app container ended, one failed, and none will be restarted.
+    Failed,
+}
+
+/// Runs `cri-harness pod`.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        PodCommand::Apply(args) => apply(args).await,
+        PodCommand::Delete(args) => delete(args).await,
+    }
+}
+
+async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
+    let (pod, manager) = open(&args.common).await?;
+    let options = SyncOptions::new(
+        args.common.root.join("pods"),
+        args.common.root.join("volumes"),
+    );
+    let mut backoff = Backoff::kubelet(Arc::new(WallClock));
+    let deadline = Instant::now() + args.wait;
+    for round in 1.. {
+        let sync = manager
+            .sync_pod(&pod, &ProbeResults::default(), &options, &mut backoff)
+            .await
+            .with_context(|| format!("sync {round}"))?;
+        print_sync(round, &pod, &sync);
+        let status = read_status(&manager, &pod).await?;
+        let phase = phase(&pod, &status);
+        print_status(phase, &status);
+        let settled = !has_actions(&sync);
+        match phase {
+            Phase::Running if settled && all_running(&pod, &status) => {
+                println!("pod {} is running", describe(&pod));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Phase::Succeeded if settled => {
+                println!("pod {} has succeeded", describe(&pod));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Phase::Failed if settled => {
+                println!("pod {} has failed", describe(&pod));
+                return Ok(ExitCode::FAILURE);
+            }
+            _ => {}
+        }
+        if Instant::now() + args.interval > deadline {
+            anyhow::bail!(
+                "pod {} did not settle within {} (last phase {phase})",
+                describe(&pod),
+                humantime::format_duration(args.wait)
+            );
+        }
+        tokio::time::sleep(args.interval).await;
+    }
+    unreachable!("the sync loop only ends by returning")
+}
+
+async fn delete(args: CommonArgs) -> anyhow::Result<ExitCode> {
+    let (pod, manager) = open(&args).await?;
+    let uid = pod::uid(&pod).to_owned();
+    let running = manager
+        .get_pods(true)
+        .await?
+        .into_iter()
+        .find(|p| p.id == uid);
+    let mut failed = false;
+    match running {
+        Some(running) => {
+            let result = manager.kill_pod(None, &running, None).await;
+            for step in &result.results {
+                println!("{}", describe_step(step));
+            }
+            if let Some(err) = result.error() {
+                eprintln!("kill: {err}");
+                failed = true;
+            }
+        }
+        None => println!("pod {} has nothing on the runtime to kill", describe(&pod)),
+    }
+    // Every dead container and sandbox of this pod goes: the pod is deleted, so none is kept.
+    let policy = GcPolicy {
+        min_age: Duration::ZERO,
+        max_per_pod_container: 0,
+        max_containers: -1,
+    };
+    let oracle = PodStateOracle {
+        deleted: BTreeSet::from([uid.clone()]),
+        terminated: BTreeSet::from([uid.clone()]),
+    };
+    let logs = GcLogDirs {
+        pod_logs_root: args.root.join("pods"),
+        container_log_symlinks: args.root.join("containers"),
+    };
+    let scope = GcScope::wall_clock().owning(
+        [(crate::cri::labels::POD_UID.to_owned(), uid.clone())]
+            .into_iter()
+            .collect(),
+    );
+    if let Err(err) = manager
+        .garbage_collect(&policy, true, true, &oracle, &logs, &scope)
+        .await
+    {
+        eprintln!("garbage collection: {err}");
+        failed = true;
+    }
+    remove_volumes(&args.root, &uid)?;
+    let left = read_status(&manager, &pod).await?;
+    if !left.sandbox_statuses.is_empty() || !left.container_statuses.is_empty() {
+        anyhow::bail!(
+            "pod {} still has {} sandboxes and {} containers on the runtime",
+            describe(&pod),
+            left.sandbox_statuses.len(),
+            left.container_statuses.len()
+        );
+    }
+    println!("pod {} deleted", describe(&pod));
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Reads the manifest and connects a manager to the runtime.
+async fn open(args: &CommonArgs) -> anyhow::Result<(k8s::Pod, KubeGenericRuntimeManager)> {
+    let pod = read_manifest(&args.filename)?;
+    let client = args.endpoints.connect().await?;
+    let manager = KubeGenericRuntimeManager::new(client, Arc::new(NoopNetworkPlugin))
+        .await?
+        .with_profile(args.kubelet);
+    Ok((pod, manager))
+}
+
+/// Parses a Pod manifest; a missing namespace reads as `default` (as kubectl applies it) and a
+/// missing uid is derived from the namespace and name.
+pub fn read_manifest(path: &Path) -> anyhow::Result<k8s::Pod> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut pod: k8s::Pod = serde_saphyr::from_str(&text)
+        .with_context(|| format!("{} is not a Pod manifest", path.display()))?;
+    if pod.metadata.name.as_deref().unwrap_or_default().is_empty() {
+        anyhow::bail!("{}: the Pod has no metadata.name", path.display());
+    }
+    if pod.spec.as_ref().is_none_or(|s| s.containers.is_empty()) {
+        anyhow::bail!("{}: the Pod has no spec.containers", path.display());
+    }
+    if pod.metadata.uid.as_deref().unwrap_or_default().is_empty() {
+        pod.metadata.uid = Some(derived_uid(pod::namespace(&pod), pod::name(&pod)));
+    }
+    Ok(pod)
+}
+
+/// A UUID-shaped uid from the pod's namespace and name, the same every time.
+fn derived_uid(namespace: &str, name: &str) -> String {
+    let digest = Sha256::digest(format!("{namespace}/{name}"));
+    let hex = hex::encode(&digest[..16]);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+async fn read_status(
+    manager: &KubeGenericRuntimeManager,
+    pod: &k8s::Pod,
+) -> anyhow::Result<PodStatus> {
+    Ok(manager
+        .get_pod_status(pod::uid(pod), pod::name(pod), pod::namespace(pod))
+        .await?)
+}
+
+/// The emptyDir volumes `apply` made for this pod.
+fn remove_volumes(root: &Path, uid: &str) -> anyhow::Result<()> {
+    let dir = root.join("volumes").join(uid);
+    match std::fs::remove_dir_all(&dir) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(err).with_context(|| format!("removing {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn has_actions(sync: &PodSync) -> bool {
+    let a = &sync.actions;
+    a.kill_pod
+        || a.create_sandbox
+        || !a.init_containers_to_start.is_empty()
+        || !a.containers_to_start.is_empty()
+        || !a.containers_to_kill.is_empty()
+        || !a.ephemeral_containers_to_start.is_empty()
+}
+
+/// The newest status of each named container.
+fn latest<'a>(status: &'a PodStatus, name: &str) -> Option<&'a crate::manager::ContainerStatus> {
+    status.container_statuses.iter().find(|s| s.name == name)
+}
+
+fn all_running(pod: &k8s::Pod, status: &PodStatus) -> bool {
+    pod::containers(pod)
+        .iter()
+        .all(|c| latest(status, &c.name).is_some_and(|s| s.state == ContainerState::Running))
+}
+
+/// The kubelet's `getPhase`, for what the runtime shows: init containers first (a failed one
+/// fails the pod under Never), then the app containers.
+pub fn phase(pod: &k8s::Pod, status: &PodStatus) -> Phase {
+    let policy = pod::restart_policy(pod);
+    let never = policy == pod::RestartPolicy::Never;
+    for init in pod::init_containers(pod) {
+        if pod::is_restartable_init_container(init) {
+            continue;
+        }
+        match latest(status, &init.name) {
+            Some(s) if s.state == ContainerState::Exited && s.exit_code == 0 => {}
+            Some(s) if s.state == ContainerState::Exited && never => return Phase::Failed,
+            _ => return Phase::Pending,
+        }
+    }
+    let (mut running, mut waiting, mut succeeded, mut failed) = (0, 0, 0, 0);
+    for container in pod::containers(pod) {
+        match latest(status, &container.name) {
+            Some(s) if s.state == ContainerState::Running => running += 1,
+            Some(s) if s.state == ContainerState::Exited && s.exit_code == 0 => succeeded += 1,
+            Some(s) if s.state == ContainerState::Exited => failed += 1,
+            _ => waiting += 1,
+        }
+    }
+    if waiting > 0 {
+        return Phase::Pending;
+    }
+    if running > 0 {
+        return Phase::Running;
+    }
+    match policy {
+        // Ended containers will be started again.
+        pod::RestartPolicy::Always => Phase::Running,
+        pod::RestartPolicy::OnFailure if failed > 0 => Phase::Running,
+        _ if failed > 0 => Phase::Failed,
+        _ if succeeded > 0 => Phase::Succeeded,
+        _ => Phase::Pending,
+    }
+}
+
+fn describe(pod: &k8s::Pod) -> String {
+    format!("{}/{}", pod::namespace(pod), pod::name(pod))
+}
+
+fn describe_step(step: &crate::manager::SyncResult) -> String {
+    match &step.error {
+        None => format!("  {} {}: ok", step.action, step.target),
+        Some(kind) => format!(
+            "  {} {}: {kind}: {}",
+            step.action, step.target, step.message
+        ),
+    }
+}
+
+fn print_sync(round: u32, pod: &k8s::Pod, sync: &PodSync) {
+    let a = &sync.actions;
+    if !has_actions(sync) {
+        println!("sync {round}: nothing to do");
+        return;
+    }
+    let mut wants = Vec::new();
+    if a.kill_pod {
+        wants.push("kill the pod".to_owned());
+    }
+    if a.create_sandbox {
+        wants.push(format!("create a sandbox (attempt {})", a.attempt));
+    }
+    for (id, kill) in &a.containers_to_kill {
+        let short = id.get(..12).unwrap_or(id);
+        wants.push(format!("kill {} ({short}): {}", kill.name, kill.message));
+    }
+    let names = |indices: &[usize], list: &[k8s::Container]| -> Vec<String> {
+        indices
+            .iter()
+            .filter_map(|&i| list.get(i).map(|c| c.name.clone()))
+            .collect()
+    };
+    let inits = names(&a.init_containers_to_start, pod::init_containers(pod));
+    if !inits.is_empty() {
+        wants.push(format!("start init {}", inits.join(", ")));
+    }
+    let apps = names(&a.containers_to_start, pod::containers(pod));
+    if !apps.is_empty() {
+        wants.push(format!("start {}", apps.join(", ")));
+    }
+    if !a.ephemeral_containers_to_start.is_empty() {
+        wants.push(format!(
+            "start {} ephemeral container(s)",
+            a.ephemeral_containers_to_start.len()
+        ));
+    }
+    println!("sync {round}: {}", wants.join("; "));
+    for step in &sync.result.results {
+        println!("{}", describe_step(step));
+    }
+    if let Some(err) = &sync.result.sync_error {
+        println!("  sync error: {err}");
+    }
+}
+
+fn print_status(phase: Phase, status: &PodStatus) {
+    println!("  phase {phase}");
+    let mut seen = BTreeSet::new();
+    for container in &status.container_statuses {
+        if !seen.insert(container.name.as_str()) {
+            continue;
+        }
+        let state = match container.state {
+            ContainerState::Exited => format!(
+                "exited {} ({})",
+                container.exit_code,
+                if container.reason.is_empty() {
+                    "no reason"
+                } else {
+                    &container.reason
+                }
+            ),
+            other => other.name().to_owned(),
+        };
+        println!(
+            "  {}: {state}, restarts {}",
+            container.name, container.restart_count
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manager::ContainerStatus;
+    use rstest::rstest;
+
+    fn pod(policy: &str, init: bool) -> k8s::Pod {
+        let init = if init {
+            "  initContainers: [{name: setup, image: busybox}]\n"
+        } else {
+            ""
+        };
+        serde_saphyr::from_str(&format!(
+            "metadata: {{name: web, namespace: default, uid: u1}}\nspec:\n  restartPolicy: {policy}\n{init}  containers: [{{name: app, image: busybox}}]\n"
+        ))
+        .unwrap()
+    }
+
+    fn status(containers: &[(&str, ContainerState, i32)]) -> PodStatus {
+        PodStatus {
+            container_statuses: containers
+                .iter()
+                .map(|(name, state, exit_code)| ContainerStatus {
+                    name: (*name).to_owned(),
+                    state: *state,
+                    exit_code: *exit_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    use ContainerState::{Created, Exited, Running};
+
+    #[rstest]
+    #[case::nothing_yet("Always", false, &[], Phase::Pending)]
+    #[case::init_not_done("Always", true, &[("setup", Running, 0)], Phase::Pending)]
+    #[case::init_failed_under_never("Never", true, &[("setup", Exited, 1)], Phase::Failed)]
+    #[case::init_failed_will_retry("OnFailure", true, &[("setup", Exited, 1)], Phase::Pending)]
+    #[case::created_is_pending("Always", false, &[("app", Created, 0)], Phase::Pending)]
+    #[case::running("Never", true, &[("app", Running, 0), ("setup", Exited, 0)], Phase::Running)]
+    #[case::ended_under_always_restarts("Always", false, &[("app", Exited, 0)], Phase::Running)]
+    #[case::failed_under_on_failure_restarts("OnFailure", false, &[("app", Exited, 2)], Phase::Running)]
+    #[case::succeeded_under_on_failure("OnFailure", false, &[("app", Exited, 0)], Phase::Succeeded)]
+    #[case::failed_under_never("Never", false, &[("app", Exited, 2)], Phase::Failed)]
+    fn the_phase_follows_the_kubelet(
+        #[case] policy: &str,
+        #[case] init: bool,
+        #[case] containers: &[(&str, ContainerState, i32)],
+        #[case] expected: Phase,
+    ) {
+        assert_eq!(phase(&pod(policy, init), &status(containers)), expected);
+    }
+
+    #[test]
+    fn a_uid_is_derived_from_namespace_and_name_when_the_manifest_has_none() {
+        let a = derived_uid("default", "web");
+        assert_eq!(a, derived_uid("default", "web"));
+        assert_ne!(a, derived_uid("other", "web"));
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.matches('-').count(), 4);
+    }
+}
