@@ -1,0 +1,143 @@
+//! `cri-harness pod apply` and `pod delete` with a manifest as `kubectl get pod -o yaml` prints
+//! it (tests/fixtures/pod-kubectl.yaml): the pod reaches Running through SyncPod, and deleting it
+//! leaves nothing of it on the runtime. On the mock always; on the real runtime when
+//! `CONTAINER_RUNTIME_ENDPOINT` is set (otherwise that test prints a skip line).
+
+mod support;
+
+use std::io::Write as _;
+use std::process::Output;
+
+use cri_harness::cri::{labels, v1, CriClient};
+
+const FIXTURE: &str = "tests/fixtures/pod-kubectl.yaml";
+/// The fixture's `metadata.uid`.
+const UID: &str = "9a7e3c51-2f64-4b0d-8e19-c5d2a8f7b603";
+
+async fn pod(
+    verb: &'static str,
+    manifest: std::path::PathBuf,
+    endpoint: String,
+    root: std::path::PathBuf,
+) -> Output {
+    tokio::task::spawn_blocking(move || {
+        support::harness()
+            .args(["pod", verb, "-r", &endpoint, "-f"])
+            .arg(manifest)
+            .arg("--root")
+            .arg(root)
+            .output()
+            .expect("the binary runs")
+    })
+    .await
+    .expect("the command's thread")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The pod's sandboxes and containers on the runtime, by its uid label.
+async fn left(client: &CriClient) -> (usize, usize) {
+    let selector = support::labels(&[(labels::POD_UID, UID)]);
+    let sandboxes = client
+        .list_pod_sandbox(Some(v1::PodSandboxFilter {
+            label_selector: selector.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    let containers = client
+        .list_containers(Some(v1::ContainerFilter {
+            label_selector: selector,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    (sandboxes.len(), containers.len())
+}
+
+/// `manifest` is the fixture, or the fixture without its init container: the mock runs no
+/// processes, so an init container there never ends by itself.
+async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool) {
+    let root = tempfile::tempdir().unwrap();
+    let manifest = root.path().join("pod.yaml");
+    let mut pod_yaml: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    if !with_init {
+        pod_yaml["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("initContainers");
+    }
+    std::fs::write(&manifest, serde_json::to_string(&pod_yaml).unwrap()).unwrap();
+    let applied = pod(
+        "apply",
+        manifest.clone(),
+        endpoint.clone(),
+        root.path().to_owned(),
+    )
+    .await;
+    let out = text(&applied);
+    assert!(applied.status.success(), "{out}");
+    if with_init {
+        assert!(
+            out.contains("create a sandbox (attempt 0); start init prepare"),
+            "{out}"
+        );
+        assert!(out.contains("start main, helper"), "{out}");
+    } else {
+        assert!(
+            out.contains("create a sandbox (attempt 0); start main, helper"),
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("pod harness/sleepers-6d8f9c7b5-x7kqp is running"),
+        "{out}"
+    );
+    assert_eq!(left(client).await.1, 2 + usize::from(with_init), "{out}");
+    // The sandbox's log directory is under the harness's root, named as the kubelet names it.
+    assert!(root
+        .path()
+        .join("pods")
+        .join(format!("harness_sleepers-6d8f9c7b5-x7kqp_{UID}"))
+        .is_dir());
+
+    let deleted = pod("delete", manifest, endpoint, root.path().to_owned()).await;
+    let out = text(&deleted);
+    assert!(deleted.status.success(), "{out}");
+    assert!(out.contains("deleted"), "{out}");
+    assert_eq!(left(client).await, (0, 0), "{out}");
+    assert!(!root
+        .path()
+        .join("pods")
+        .join(format!("harness_sleepers-6d8f9c7b5-x7kqp_{UID}"))
+        .exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubectl_manifest_runs_and_is_deleted_on_the_mock() {
+    let (_dir, server, client, _control) = support::mock_on_socket().await;
+    apply_then_delete(server.endpoint().to_string(), &client, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubectl_manifest_runs_and_is_deleted_on_the_real_runtime() {
+    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped pod apply on the real runtime: CONTAINER_RUNTIME_ENDPOINT is not set"
+        );
+        return;
+    };
+    let parsed = endpoint.parse().expect("a valid endpoint");
+    let client = cri_harness::cri::connect(&parsed, &parsed, &Default::default())
+        .await
+        .unwrap();
+    apply_then_delete(endpoint, &client, true).await;
+}
