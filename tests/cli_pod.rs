@@ -8,7 +8,7 @@ mod support;
 use std::io::Write as _;
 use std::process::Output;
 
-use cri_harness::cri::{labels, v1, CriClient};
+use cri_harness::cri::{labels, CriClient};
 
 const FIXTURE: &str = "tests/fixtures/pod-kubectl.yaml";
 /// The fixture's `metadata.uid`.
@@ -43,22 +43,9 @@ fn text(output: &Output) -> String {
 
 /// The pod's sandboxes and containers on the runtime, by its uid label.
 async fn left(client: &CriClient) -> (usize, usize) {
-    let selector = support::labels(&[(labels::POD_UID, UID)]);
-    let sandboxes = client
-        .list_pod_sandbox(Some(v1::PodSandboxFilter {
-            label_selector: selector.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    let containers = client
-        .list_containers(Some(v1::ContainerFilter {
-            label_selector: selector,
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
-    (sandboxes.len(), containers.len())
+    let objects = support::labelled_by(client, labels::POD_UID, UID).await;
+    let sandboxes = objects.iter().filter(|o| o.starts_with("sandbox ")).count();
+    (sandboxes, objects.len() - sandboxes)
 }
 
 /// `manifest` is the fixture, or the fixture without its init container: the mock runs no

@@ -185,7 +185,13 @@ pub fn run_config(
 /// Every sandbox and container on the runtime that carries `run_id`'s label, as
 /// `sandbox ID` and `container ID`.
 pub async fn labelled(client: &CriClient, run_id: &str) -> Vec<String> {
-    let selector = BTreeMap::from([(cri::labels::RUN_ID.to_owned(), run_id.to_owned())]);
+    labelled_by(client, cri::labels::RUN_ID, run_id).await
+}
+
+/// Every sandbox and container on the runtime whose label `key` is `value`, as `sandbox ID`
+/// and `container ID`.
+pub async fn labelled_by(client: &CriClient, key: &str, value: &str) -> Vec<String> {
+    let selector = BTreeMap::from([(key.to_owned(), value.to_owned())]);
     let sandboxes = client
         .list_pod_sandbox(Some(v1::PodSandboxFilter {
             label_selector: selector.clone(),
