@@ -1,12 +1,15 @@
 //! A typed CRI client over one channel per service. Every call gets the per-call deadline, an
 //! error that names the method and the endpoint, and, when a [`CallLog`] is attached, a record
 //! made when the call is issued (so concurrent calls log in issue order, which is stable).
+//! Each call runs inside a `cri_call` debug span (field `method`), so a subscriber can time the
+//! runtime's share of a manager operation without a second client.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tonic::transport::Channel;
+use tracing::Instrument as _;
 
 use super::summary::RequestSummary;
 use super::v1;
@@ -181,7 +184,11 @@ impl CriClient {
             .as_ref()
             .map(|log| (log, log.start(method, request.summary())));
         tracing::debug!(method, request = %request.summary(), "CRI call");
-        let result = match tokio::time::timeout(self.timeout, send(request)).await {
+        let span = tracing::debug_span!("cri_call", method);
+        let result = match tokio::time::timeout(self.timeout, send(request))
+            .instrument(span)
+            .await
+        {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(CallError {
                 method,
