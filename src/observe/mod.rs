@@ -45,6 +45,16 @@ pub enum Answer {
         /// `log symlink ALIAS`, sorted.
         remains: Vec<String>,
     },
+    /// One round of `SyncPod(pod)`: computePodActions' decision, each step's result and the
+    /// pod's runtime state after it, as lines in suite terms.
+    Synced {
+        /// `kill_pod`, `create_sandbox attempt=N`, `start NAME`, `kill NAME`.
+        actions: Vec<String>,
+        /// `ACTION TARGET: ok` or `ACTION TARGET: ERROR_KIND: message`.
+        results: Vec<String>,
+        /// `sandbox attempt=N: STATE` and `container NAME: STATE restarts=N exit_code=N`.
+        state: Vec<String>,
+    },
     /// `PortForward(pod, port, stream)`: what crossed each connection, in opening order.
     Forwarded {
         /// One exchange per connection.

@@ -85,6 +85,9 @@ pub struct World {
     cgroup_parents: Vec<String>,
     /// The kubelet whose rules the manager follows.
     kubelet: KubeletProfile,
+    /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
+    /// syncs: the back-off, the last manifest), by the step's name; the world does not read it.
+    pub(crate) kept: BTreeMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -137,6 +140,7 @@ impl World {
             host_dir: env.host_dir,
             cgroup_parents: Vec::new(),
             kubelet: env.kubelet,
+            kept: BTreeMap::new(),
         }
     }
 

@@ -410,6 +410,7 @@ registry! {
     get_pod_status::GetPodStatus,
     kill_pod::KillPod,
     garbage_collect::GarbageCollect,
+    sync_pod::SyncPod,
     get_netns::GetNetns,
     get_pod_container_id::GetPodContainerId,
     port_forward::PortForward,

@@ -1,0 +1,780 @@
+//! `sync_pod`: today's kubelet's SyncPod on a real Pod manifest (inline or from a file), for a
+//! number of rounds or until the pod runs or settles; checks each round's computed actions and
+//! results and the pod's runtime state after the last one, exactly and in suite terms.
+//!
+//! The pod takes the case's identity for its alias (uid, name and namespace unique to the run
+//! and case), and the case's labels go on all it makes, so the runner's cleanup and leak sweep
+//! find it. Its sandbox is then known as the alias and its containers as `ALIAS-NAME` (the
+//! newest instance each); older instances read as `ALIAS#ATTEMPT` and `ALIAS-NAME#ATTEMPT`.
+//! The back-off and the last manifest of each pod are kept across the case's `sync_pod` steps,
+//! as a kubelet keeps them across syncs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_default, Action, Kind, SandboxState, Scope, State, StepDef, TextExpect};
+use crate::cri::{labels, v1};
+use crate::manager::lifecycle::{
+    k8s, pod, Backoff, Clock, ManualClock, PodSync, ProbeResults, StartupResult, SyncOptions,
+    WallClock,
+};
+use crate::manager::ContainerState;
+use crate::observe::Answer;
+use crate::world::{mismatch, StepError, World};
+
+/// Under the case's host directory: the pod logs root (shared with `garbage_collect`, so it
+/// collects what the syncs made) and the emptyDir volumes.
+const POD_LOGS_ROOT: &str = "logs";
+const VOLUMES_ROOT: &str = "volumes";
+/// Rounds an `until` runs at most when the step gives no `bound`.
+const DEFAULT_BOUND: u32 = 10;
+
+/// `sync_pod`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `sync_pod` step: `as`, `pod`, `file`, `rounds`, `until`, `bound`, `now`, `probes`, `expect`"
+)]
+pub struct SyncPod {
+    /// The pod alias; its sandbox is known by it and its containers as `ALIAS-NAME`.
+    #[serde(rename = "as")]
+    pub alias: String,
+    /// The Pod manifest inline (`metadata` and `spec`, as `kubectl get pod -o yaml` prints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Box<k8s::Pod>>,
+    /// A Pod manifest file instead, relative to the working directory the harness runs in
+    /// (the repository root for its own suites, which are embedded in the binary) or absolute.
+    /// With neither `pod` nor `file`, the alias's last manifest is synced again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Exactly this many rounds (default 1 without `until`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    /// Rounds until the pod is `running` (every app container runs) or `settled` (a round
+    /// had nothing to do), at most `bound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+    /// The most rounds `until` may take (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<u32>,
+    /// The back-off clock's time, Unix seconds, from this step on (pair it with the mock's
+    /// `mock_set_clock`); without it the case's back-off reads the wall clock, as on a real
+    /// runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<i64>,
+    /// The prober's answers, by container name (the harness runs no prober).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub probes: Probes,
+    /// Expectations.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: SyncPodExpect,
+}
+
+/// When an `until` is met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Until {
+    /// Every app container's newest instance runs.
+    Running,
+    /// A round computed no action.
+    Settled,
+}
+
+/// The prober's answers a case states.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "probe results: `liveness_failed`, `startup`"
+)]
+pub struct Probes {
+    /// Containers (by name) whose liveness probe failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub liveness_failed: Vec<String>,
+    /// Startup probe results by container name: `succeeded` or `failed`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub startup: BTreeMap<String, Startup>,
+}
+
+/// A startup probe result as a suite writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Startup {
+    /// The probe succeeded.
+    Succeeded,
+    /// The probe failed.
+    Failed,
+}
+
+/// What `sync_pod` checks, each exactly.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `sync_pod` expectation: `error`, `rounds`, `containers`, `sandboxes`"
+)]
+pub struct SyncPodExpect {
+    /// A sync fails before any action (its pod status cannot be read) with this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TextExpect>,
+    /// Each round's actions and results, in order (their number too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Vec<Round>>,
+    /// The newest instance of each container, by name, after the last round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<BTreeMap<String, ContainerSeen>>,
+    /// The pod's sandboxes after the last round, by attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandboxes: Option<Vec<SandboxSeen>>,
+}
+
+/// One round: computePodActions' answer and each step's result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a sync round: `kill_pod`, `create_sandbox`, `attempt`, `start`, `kill`, `results`"
+)]
+pub struct Round {
+    /// The whole pod is killed first.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kill_pod: bool,
+    /// A sandbox is created.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub create_sandbox: bool,
+    /// The new sandbox's attempt (only with `create_sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Containers to start by name: init, then app, then ephemeral ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start: Vec<String>,
+    /// Containers to kill, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kill: Vec<String>,
+    /// Each step's result, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<ResultSeen>,
+}
+
+/// One step's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a sync result: `action`, `target`, `error`"
+)]
+pub struct ResultSeen {
+    /// The action (`start_container`, `create_pod_sandbox`, ...).
+    pub action: Action,
+    /// Its target: a container name, or the pod as `NAME_NAMESPACE(UID)` redacted.
+    pub target: String,
+    /// The error kind (`CrashLoopBackOff`, ...), absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A container's newest instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a container's state: `state`, `restarts`, `exit_code`"
+)]
+pub struct ContainerSeen {
+    /// `created`, `running`, `exited` or `unknown`.
+    pub state: State,
+    /// Its attempt (the kubelet's restart count).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub restarts: u32,
+    /// Its exit code (0 unless it exited with another).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub exit_code: i32,
+}
+
+/// One sandbox of the pod.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a sandbox's state: `attempt`, `state`")]
+pub struct SandboxSeen {
+    /// Its attempt.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub attempt: u32,
+    /// `ready` or `not_ready`.
+    pub state: SandboxState,
+}
+
+/// The back-off's clock: the wall clock until a step sets it.
+struct CaseClock(ManualClock);
+
+impl Clock for CaseClock {
+    fn now(&self) -> i64 {
+        match self.0.now() {
+            0 => WallClock.now(),
+            set => set,
+        }
+    }
+}
+
+/// What the case's `sync_pod` steps keep from one to the next.
+struct Memory {
+    clock: ManualClock,
+    backoff: Backoff,
+    manifests: BTreeMap<String, k8s::Pod>,
+}
+
+impl Memory {
+    fn new() -> Self {
+        let clock = ManualClock::at(0);
+        let backoff = Backoff::kubelet(Arc::new(CaseClock(clock.clone())));
+        Self {
+            clock,
+            backoff,
+            manifests: BTreeMap::new(),
+        }
+    }
+}
+
+impl StepDef for SyncPod {
+    const NAME: &'static str = "sync_pod";
+    const KIND: Kind = Kind::Manager;
+    const ABOUT: &'static str = "Today's kubelet's `SyncPod` on a Pod manifest (`pod:` inline or `file:`), `rounds` times or `until` running/settled; checks each round's actions and results and the pod's containers and sandboxes after.";
+
+    fn expect_fields() -> &'static [&'static str] {
+        super::fields_of::<SyncPodExpect>()
+    }
+
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+        scope.pod(&self.alias)?;
+        if self.alias.is_empty() {
+            return Err("`as` must name the pod".to_owned());
+        }
+        if self.pod.is_some() && self.file.is_some() {
+            return Err("give the manifest as one of `pod` and `file`".to_owned());
+        }
+        match (self.rounds, self.until) {
+            (Some(_), Some(_)) => return Err("give one of `rounds` and `until`".to_owned()),
+            (Some(0), None) => return Err("`rounds` must be at least 1".to_owned()),
+            (Some(_), None) if self.bound.is_some() => {
+                return Err("`bound` goes with `until`".to_owned())
+            }
+            _ => {}
+        }
+        if self.bound == Some(0) {
+            return Err("`bound` must be at least 1".to_owned());
+        }
+        if self.now.is_some_and(|now| now <= 0) {
+            return Err("`now` must be after the epoch".to_owned());
+        }
+        let sandbox_known = scope.sandbox(&self.alias).is_ok();
+        // A file is read at run time; read here too when it can be, so later steps may name
+        // its containers (a suite loaded away from its files still loads, and fails at run).
+        let from_file = self
+            .file
+            .as_ref()
+            .and_then(|file| read_manifest(&PathBuf::from(file)).ok());
+        if let Some(manifest) = self.pod.as_deref().or(from_file.as_ref()) {
+            let names = container_names(manifest);
+            if pod::containers(manifest).is_empty() {
+                return Err("the pod has no `spec.containers`".to_owned());
+            }
+            for name in &names {
+                let alias = format!("{}-{name}", self.alias);
+                if scope.container(&alias).is_err() {
+                    scope.define_container(&alias)?;
+                }
+            }
+        } else if self.file.is_none() && !sandbox_known {
+            return Err(format!(
+                "pod `{}` has no manifest yet: give `pod` or `file`",
+                self.alias
+            ));
+        }
+        if !sandbox_known {
+            scope.define_sandbox(&self.alias)?;
+        }
+        if let Some(error) = &self.expect.error {
+            scope.text("error", error)?;
+        }
+        scope.manager_calls += 1;
+        Ok(())
+    }
+
+    async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        let manager = world.ensure_manager().await?;
+        let manifest = self.manifest(world)?;
+        let mut memory = world
+            .kept
+            .remove(Self::NAME)
+            .and_then(|kept| kept.downcast::<Memory>().ok())
+            .map_or_else(Memory::new, |kept| *kept);
+        memory.manifests.insert(self.alias.clone(), manifest.clone());
+        if let Some(now) = self.now {
+            memory.clock.set(now.saturating_mul(1_000_000_000));
+        }
+        let outcome = self.rounds(world, &manager, &manifest, &mut memory).await;
+        world.kept.insert(Self::NAME, Box::new(memory));
+        outcome
+    }
+}
+
+/// The names of a manifest's init and app containers.
+fn container_names(manifest: &k8s::Pod) -> Vec<String> {
+    pod::init_containers(manifest)
+        .iter()
+        .chain(pod::containers(manifest))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// What one round left on the runtime, in suite terms.
+struct Seen {
+    containers: BTreeMap<String, ContainerSeen>,
+    sandboxes: Vec<SandboxSeen>,
+}
+
+impl SyncPod {
+    /// The manifest to sync, with the case's identity for the alias and catalogue images
+    /// resolved.
+    fn manifest(&self, world: &World) -> Result<k8s::Pod, StepError> {
+        let mut manifest = match (&self.pod, &self.file) {
+            (Some(pod), _) => (**pod).clone(),
+            (None, Some(file)) => read_manifest(&PathBuf::from(file))?,
+            (None, None) => world
+                .kept
+                .get(Self::NAME)
+                .and_then(|kept| kept.downcast_ref::<Memory>())
+                .and_then(|memory| memory.manifests.get(&self.alias))
+                .cloned()
+                .ok_or_else(|| {
+                    StepError::Unsupported(format!("pod `{}` has no manifest yet", self.alias))
+                })?,
+        };
+        let identity = world.ids.pod(&self.alias);
+        manifest.metadata.uid = Some(identity.uid);
+        manifest.metadata.name = Some(identity.name);
+        manifest.metadata.namespace = Some(identity.namespace);
+        if let Some(spec) = manifest.spec.as_mut() {
+            for container in spec.init_containers.iter_mut().flatten() {
+                resolve_image(&mut container.image);
+            }
+            for container in &mut spec.containers {
+                resolve_image(&mut container.image);
+            }
+        }
+        Ok(manifest)
+    }
+
+    async fn rounds(
+        &self,
+        world: &mut World,
+        manager: &crate::manager::KubeGenericRuntimeManager,
+        manifest: &k8s::Pod,
+        memory: &mut Memory,
+    ) -> Result<(), StepError> {
+        let mut options = SyncOptions::new(
+            world.host_path(POD_LOGS_ROOT)?,
+            world.host_path(VOLUMES_ROOT)?,
+        );
+        options.runtime_handler = world.runtime_handler.clone();
+        options.extra_labels = world.ids.base_labels();
+        let limit = match self.until {
+            Some(_) => self.bound.unwrap_or(DEFAULT_BOUND),
+            None => self.rounds.unwrap_or(1),
+        };
+        let mut rounds = Vec::new();
+        let mut seen = None;
+        for number in 1..=limit {
+            let probes = self.probes(world)?;
+            let synced = manager
+                .sync_pod(manifest, &probes, &options, &mut memory.backoff)
+                .await;
+            let sync = match synced {
+                Ok(sync) => sync,
+                Err(err) => {
+                    let text = world.redact(&err.to_string());
+                    world
+                        .recorder
+                        .observe(self.call(number), Err(text.clone()), None);
+                    return match &self.expect.error {
+                        Some(want) => want.check("error", &text),
+                        None => Err(mismatch("error", "success", text)),
+                    };
+                }
+            };
+            let now = self.learn(world, manifest).await?;
+            let round = round_of(world, manifest, &sync);
+            world.recorder.observe(
+                self.call(number),
+                Ok(Answer::Synced {
+                    actions: action_lines(&round),
+                    results: result_lines(world, &sync),
+                    state: state_lines(&now),
+                }),
+                None,
+            );
+            let settled = !has_actions(&round);
+            let running = pod::containers(manifest).iter().all(|c| {
+                now.containers
+                    .get(&c.name)
+                    .is_some_and(|s| s.state.0 == ContainerState::Running)
+            });
+            rounds.push(round);
+            seen = Some(now);
+            match self.until {
+                Some(Until::Running) if running => break,
+                Some(Until::Settled) if settled => break,
+                Some(until) if number == limit => {
+                    return Err(mismatch(
+                        "until",
+                        format!("{until:?} within {limit} rounds").to_lowercase(),
+                        "not reached",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if let Some(want) = &self.expect.error {
+            return Err(mismatch(
+                "error",
+                format!("an error ({want:?})"),
+                "success",
+            ));
+        }
+        if let Some(want) = &self.expect.rounds {
+            compare("rounds", want, &rounds)?;
+        }
+        if let Some(seen) = seen {
+            if let Some(want) = &self.expect.containers {
+                compare("containers", want, &seen.containers)?;
+            }
+            if let Some(want) = &self.expect.sandboxes {
+                compare("sandboxes", want, &seen.sandboxes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The call as the snapshot names it.
+    fn call(&self, round: u32) -> String {
+        format!("sync_pod {} round {round}", self.alias)
+    }
+
+    /// The prober's answers for the newest instances of the named containers.
+    fn probes(&self, world: &World) -> Result<ProbeResults, StepError> {
+        let id = |name: &str| -> Result<String, StepError> {
+            Ok(world
+                .aliases
+                .container(&format!("{}-{name}", self.alias))?
+                .id
+                .clone())
+        };
+        let mut probes = ProbeResults::default();
+        for name in &self.probes.liveness_failed {
+            probes.liveness_failed.insert(id(name)?);
+        }
+        for (name, result) in &self.probes.startup {
+            let result = match result {
+                Startup::Succeeded => StartupResult::Succeeded,
+                Startup::Failed => StartupResult::Failed,
+            };
+            probes.startup.insert(id(name)?, result);
+        }
+        Ok(probes)
+    }
+
+    /// Reads the pod's sandboxes and containers through the unrecorded client, names each
+    /// instance (the newest by the alias, older ones with their attempt) and returns the state.
+    async fn learn(&self, world: &mut World, manifest: &k8s::Pod) -> Result<Seen, StepError> {
+        let uid = pod::uid(manifest).to_owned();
+        let mut selector = world.ids.own_selector();
+        selector.insert(labels::POD_UID.to_owned(), uid);
+        let mut sandboxes = world
+            .runtime
+            .list_pod_sandbox(Some(v1::PodSandboxFilter {
+                label_selector: selector.clone(),
+                ..Default::default()
+            }))
+            .await?;
+        let attempt = |m: Option<&v1::PodSandboxMetadata>| m.map_or(0, |m| m.attempt);
+        sandboxes.sort_by_key(|s| (attempt(s.metadata.as_ref()), s.created_at));
+        let newest = sandboxes.last().map(|s| s.id.clone());
+        for sandbox in &sandboxes {
+            let number = attempt(sandbox.metadata.as_ref());
+            let alias = if Some(&sandbox.id) == newest.as_ref() {
+                self.alias.clone()
+            } else {
+                format!("{}#{number}", self.alias)
+            };
+            world
+                .recorder
+                .redactor
+                .sandbox(&sandbox.id, &format!("{}#{number}", self.alias));
+            world.aliases.sandboxes.retain(|s| s.id != sandbox.id && s.alias != alias);
+            world.aliases.sandboxes.push(crate::world::SandboxRef {
+                alias,
+                id: sandbox.id.clone(),
+                pod: self.alias.clone(),
+                host_network: false,
+                config: v1::PodSandboxConfig::default(),
+                log_directory: None,
+            });
+        }
+        let sandboxes_seen = sandboxes
+            .iter()
+            .map(|s| SandboxSeen {
+                attempt: attempt(s.metadata.as_ref()),
+                state: if s.state == v1::PodSandboxState::SandboxReady as i32 {
+                    SandboxState::Ready
+                } else {
+                    SandboxState::NotReady
+                },
+            })
+            .collect();
+
+        let mut containers = world
+            .runtime
+            .list_containers(Some(v1::ContainerFilter {
+                label_selector: selector,
+                ..Default::default()
+            }))
+            .await?;
+        let name_of = |c: &v1::Container| c.metadata.as_ref().map(|m| m.name.clone());
+        let attempt_of = |c: &v1::Container| c.metadata.as_ref().map_or(0, |m| m.attempt);
+        containers.sort_by_key(|c| (name_of(c), attempt_of(c), c.created_at));
+        let mut seen = BTreeMap::new();
+        for (index, container) in containers.iter().enumerate() {
+            let name = name_of(container).unwrap_or_default();
+            let number = attempt_of(container);
+            let is_newest = containers
+                .get(index + 1)
+                .is_none_or(|next| name_of(next).unwrap_or_default() != name);
+            let base = format!("{}-{name}", self.alias);
+            let alias = if is_newest {
+                base.clone()
+            } else {
+                format!("{base}#{number}")
+            };
+            world
+                .recorder
+                .redactor
+                .container(&container.id, &format!("{base}#{number}"));
+            world
+                .aliases
+                .containers
+                .retain(|c| c.id != container.id && c.alias != alias);
+            world.aliases.containers.push(crate::world::ContainerRef {
+                alias,
+                id: container.id.clone(),
+                name: name.clone(),
+                image: container
+                    .image
+                    .as_ref()
+                    .map(|i| i.image.clone())
+                    .unwrap_or_default(),
+                log_path: None,
+            });
+            if is_newest {
+                let status = world.runtime.container_status(&container.id).await?;
+                let exit_code = status.status.as_ref().map_or(0, |s| s.exit_code);
+                seen.insert(
+                    name,
+                    ContainerSeen {
+                        state: State(ContainerState::from_cri_container(container.state)),
+                        restarts: number,
+                        exit_code,
+                    },
+                );
+            }
+        }
+        Ok(Seen {
+            containers: seen,
+            sandboxes: sandboxes_seen,
+        })
+    }
+}
+
+/// A catalogue symbol (`busybox`) to its reference; a reference stays as it is.
+fn resolve_image(image: &mut Option<String>) {
+    if let Some(symbol) = image.as_deref() {
+        *image = Some(crate::images::resolve(symbol));
+    }
+}
+
+/// Reads a Pod manifest file.
+fn read_manifest(path: &std::path::Path) -> Result<k8s::Pod, StepError> {
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        StepError::Unsupported(format!("cannot read {}: {err}", path.display()))
+    })?;
+    serde_saphyr::from_str(&text).map_err(|err| {
+        StepError::Unsupported(format!("{} is not a Pod manifest: {err}", path.display()))
+    })
+}
+
+/// A round in suite terms.
+fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
+    let a = &sync.actions;
+    let names = |indices: &[usize], list: &[k8s::Container]| -> Vec<String> {
+        indices
+            .iter()
+            .filter_map(|&i| list.get(i).map(|c| c.name.clone()))
+            .collect()
+    };
+    let ephemeral: Vec<String> = manifest
+        .spec
+        .as_ref()
+        .and_then(|s| s.ephemeral_containers.as_ref())
+        .map(|list| {
+            a.ephemeral_containers_to_start
+                .iter()
+                .filter_map(|&i| list.get(i).map(|c| c.name.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut start = names(&a.init_containers_to_start, pod::init_containers(manifest));
+    start.extend(names(&a.containers_to_start, pod::containers(manifest)));
+    start.extend(ephemeral);
+    Round {
+        kill_pod: a.kill_pod,
+        create_sandbox: a.create_sandbox,
+        attempt: a.create_sandbox.then_some(a.attempt),
+        start,
+        kill: a.containers_to_kill.values().map(|k| k.name.clone()).collect(),
+        results: sync
+            .result
+            .results
+            .iter()
+            .map(|r| ResultSeen {
+                action: Action(r.action),
+                target: target(world, manifest, &r.target),
+                error: r.error.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// A result's target in suite terms: a container name stays, anything else is redacted.
+fn target(world: &World, manifest: &k8s::Pod, target: &str) -> String {
+    if container_names(manifest).iter().any(|n| n == target)
+        || manifest
+            .spec
+            .as_ref()
+            .and_then(|s| s.ephemeral_containers.as_ref())
+            .is_some_and(|list| list.iter().any(|c| c.name == target))
+    {
+        target.to_owned()
+    } else {
+        world.redact(target)
+    }
+}
+
+fn has_actions(round: &Round) -> bool {
+    round.kill_pod || round.create_sandbox || !round.start.is_empty() || !round.kill.is_empty()
+}
+
+fn action_lines(round: &Round) -> Vec<String> {
+    let mut lines = Vec::new();
+    if round.kill_pod {
+        lines.push("kill_pod".to_owned());
+    }
+    if let Some(attempt) = round.attempt {
+        lines.push(format!("create_sandbox attempt={attempt}"));
+    }
+    lines.extend(round.kill.iter().map(|name| format!("kill {name}")));
+    lines.extend(round.start.iter().map(|name| format!("start {name}")));
+    lines
+}
+
+fn result_lines(world: &World, sync: &PodSync) -> Vec<String> {
+    sync.result
+        .results
+        .iter()
+        .map(|r| {
+            let target = world.redact(&r.target);
+            match &r.error {
+                None => format!("{} {target}: ok", r.action.name()),
+                Some(kind) => format!(
+                    "{} {target}: {kind}: {}",
+                    r.action.name(),
+                    world.redact(&r.message)
+                ),
+            }
+        })
+        .collect()
+}
+
+fn state_lines(seen: &Seen) -> Vec<String> {
+    let sandboxes = seen.sandboxes.iter().map(|s| {
+        let state = match s.state {
+            SandboxState::Ready => "ready",
+            SandboxState::NotReady => "not_ready",
+        };
+        format!("sandbox attempt={}: {state}", s.attempt)
+    });
+    let containers = seen.containers.iter().map(|(name, c)| {
+        format!(
+            "container {name}: {} restarts={} exit_code={}",
+            c.state.0.name(),
+            c.restarts,
+            c.exit_code
+        )
+    });
+    sandboxes.chain(containers).collect()
+}
+
+/// Compares an expectation with what was seen, both printed on one line.
+fn compare<T: Serialize + PartialEq>(field: &str, want: &T, got: &T) -> Result<(), StepError> {
+    if want == got {
+        return Ok(());
+    }
+    let show = |value: &T| serde_json::to_string(value).unwrap_or_else(|err| err.to_string());
+    Err(mismatch(field, show(want), show(got)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(yaml: &str) -> Result<SyncPod, String> {
+        serde_saphyr::from_str(yaml).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_inline_manifest_parses_into_a_pod_and_names_its_containers_after_the_alias() {
+        let step = step(
+            "as: web\npod:\n  spec:\n    initContainers: [{name: init, image: busybox}]\n    containers: [{name: app, image: busybox}]\n",
+        );
+        let Ok(step) = step else {
+            panic!("{step:?}")
+        };
+        let mut scope = Scope::default();
+        assert_eq!(step.check(&mut scope), Ok(()));
+        assert_eq!(scope.container("web-init"), Ok(()));
+        assert_eq!(scope.container("web-app"), Ok(()));
+        assert_eq!(scope.sandbox("web"), Ok(()));
+    }
+
+    #[test]
+    fn a_resync_without_a_manifest_needs_an_earlier_one() {
+        let Ok(again) = step("as: web\n") else {
+            panic!("parses")
+        };
+        let mut scope = Scope::default();
+        assert!(again.check(&mut scope).is_err_and(|e| e.contains("no manifest")));
+        let Ok(first) = step("as: web\npod: {spec: {containers: [{name: app}]}}\n") else {
+            panic!("parses")
+        };
+        assert_eq!(first.check(&mut scope), Ok(()));
+        assert_eq!(again.check(&mut scope), Ok(()));
+    }
+
+    #[test]
+    fn rounds_and_until_exclude_each_other() {
+        let Ok(both) = step("as: web\nrounds: 2\nuntil: running\npod: {spec: {containers: [{name: app}]}}\n")
+        else {
+            panic!("parses")
+        };
+        assert!(both.check(&mut Scope::default()).is_err());
+    }
+
+    #[test]
+    fn an_unknown_field_of_a_round_is_refused() {
+        assert!(step("as: web\nexpect: {rounds: [{starts: [app]}]}\n").is_err());
+    }
+}
