@@ -100,7 +100,9 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     );
     let mut backoff = Backoff::kubelet(Arc::new(WallClock));
     let deadline = Instant::now() + args.wait;
-    for round in 1.. {
+    let mut round = 0_u32;
+    loop {
+        round += 1;
         let sync = manager
             .sync_pod(&pod, &ProbeResults::default(), &options, &mut backoff)
             .await
@@ -134,7 +136,6 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         }
         tokio::time::sleep(args.interval).await;
     }
-    unreachable!("the sync loop only ends by returning")
 }
 
 async fn delete(args: CommonArgs) -> anyhow::Result<ExitCode> {
