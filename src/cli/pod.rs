@@ -100,9 +100,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     );
     let mut backoff = Backoff::kubelet(Arc::new(WallClock));
     let deadline = Instant::now() + args.wait;
-    let mut round = 0_u32;
-    loop {
-        round += 1;
+    for round in 1.. {
         let sync = manager
             .sync_pod(&pod, &ProbeResults::default(), &options, &mut backoff)
             .await
@@ -136,6 +134,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         }
         tokio::time::sleep(args.interval).await;
     }
+    unreachable!("the sync loop only ends by returning")
 }
 
 async fn delete(args: CommonArgs) -> anyhow::Result<ExitCode> {
