@@ -71,7 +71,14 @@ impl KubeGenericRuntimeManager {
             pod_sandbox_id: sandbox_id.to_owned(),
             ..Default::default()
         };
-        let containers = self.client.list_containers(Some(filter)).await?;
+        let mut containers = self.client.list_containers(Some(filter)).await?;
+        // Ask in a fixed order, not the runtime's list order (containerd's varies), so the
+        // calls a case records are the same on every run.
+        containers.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
         let mut statuses = Vec::with_capacity(containers.len());
         for container in &containers {
             let answer = match self.client.container_status(&container.id).await {
