@@ -26,32 +26,39 @@ fn main() -> Result<(), Box<dyn Error>> {
 }
 
 /// Writes `$OUT_DIR/embedded_suites.rs`: a slice of `(path, include_str!(file))` for every
-/// `suites/*.yaml` (and `.yml`), sorted by name so the binary is the same on every machine.
+/// `suites/*.yaml` (and `.yml`), sorted by name so the binary is the same on every machine; and
+/// `$OUT_DIR/embedded_manifests.rs` alike for `suites/manifests/`, the Pod manifests the suites'
+/// `sync_pod` steps name by `file:`.
 fn embed_suites() -> Result<(), Box<dyn Error>> {
     // A directory here is scanned as a whole: adding, removing or editing a file reruns this.
     println!("cargo:rerun-if-changed=suites");
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("suites");
+    embed_yaml("suites", "embedded_suites.rs")?;
+    embed_yaml("suites/manifests", "embedded_manifests.rs")
+}
+
+/// Writes `$OUT_DIR/<out>`: `(path, include_str!(file))` for every YAML file of `dir` (relative
+/// to the crate root), by name.
+fn embed_yaml(dir: &str, out: &str) -> Result<(), Box<dyn Error>> {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join(dir);
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(&dir)? {
+    for entry in std::fs::read_dir(&root)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".yaml") || name.ends_with(".yml") {
+        // A link counts as the file it names (the kubectl fixture lives in tests/fixtures).
+        if root.join(&name).is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) {
             names.push(name);
         }
     }
     names.sort();
-    let mut out = String::from("&[\n");
+    let mut text = String::from("&[\n");
     for name in names {
-        let file = dir.join(&name).display().to_string();
+        let file = root.join(&name).display().to_string();
         writeln!(
-            out,
+            text,
             "    ({:?}, include_str!({file:?})),",
-            format!("suites/{name}")
+            format!("{dir}/{name}")
         )?;
     }
-    out.push_str("]\n");
-    std::fs::write(
-        PathBuf::from(std::env::var("OUT_DIR")?).join("embedded_suites.rs"),
-        out,
-    )?;
+    text.push_str("]\n");
+    std::fs::write(PathBuf::from(std::env::var("OUT_DIR")?).join(out), text)?;
     Ok(())
 }

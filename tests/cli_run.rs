@@ -253,3 +253,27 @@ fn a_run_id_that_cannot_name_a_namespace_is_refused() {
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stderr).contains("run id \"Not Valid\""));
 }
+
+#[test]
+fn an_embedded_suite_reads_its_manifest_file_from_the_binary_in_any_directory() {
+    let snapshots = snapshot_copy();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = harness()
+        .current_dir(elsewhere.path())
+        .args(["run", "--mock", "--snapshot-dir"])
+        .arg(snapshots.path())
+        .args([
+            "--focus",
+            "^lifecycle-sync/a-kubectl-manifest-from-a-file-runs-on-the-mock$",
+        ])
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        text(&output.stderr)
+    );
+    assert_eq!(summary(&stdout), (1, 0, 0), "{stdout}");
+}

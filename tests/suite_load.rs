@@ -397,3 +397,49 @@ fn a_focus_that_matches_nothing_exits_non_zero_and_says_so() {
     );
     assert_eq!(output.status.code(), Some(1));
 }
+
+const SYNC_FROM_FILE: &str = "suite: from-file\nabout: x\ncases:\n  - name: one\n    steps:\n      - sync_pod: {as: web, file: pods/web.yaml}\n";
+
+#[test]
+fn a_manifest_file_is_read_beside_the_suite_file_not_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pods")).unwrap();
+    std::fs::write(
+        dir.path().join("pods/web.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: app, image: busybox}]\n",
+    )
+    .unwrap();
+    let file = dir.path().join("from-file.yaml");
+    std::fs::write(&file, SYNC_FROM_FILE).unwrap();
+    let (code, stdout) = list(&file);
+    assert_eq!(errors(&stdout), Vec::<&str>::new(), "{stdout}");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("from-file/one"), "{stdout}");
+}
+
+#[rstest]
+#[case::missing("", "cannot read the manifest `pods/web.yaml` at ")]
+#[case::not_a_pod("spec: {containers: 3}\n", "`pods/web.yaml` is not a Pod manifest: ")]
+fn a_manifest_file_that_cannot_be_read_fails_the_load_at_its_step(
+    #[case] manifest: &str,
+    #[case] message: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    if !manifest.is_empty() {
+        std::fs::create_dir(dir.path().join("pods")).unwrap();
+        std::fs::write(dir.path().join("pods/web.yaml"), manifest).unwrap();
+    }
+    let file = dir.path().join("from-file.yaml");
+    std::fs::write(&file, SYNC_FROM_FILE).unwrap();
+    let (code, stdout) = list(&file);
+    let errors = errors(&stdout);
+    let prefix = format!(
+        "error: {}:6:9: case `one`: step 1: `sync_pod`: {message}",
+        file.display()
+    );
+    assert!(
+        errors.len() == 1 && errors[0].starts_with(&prefix),
+        "want {prefix}..., got\n{stdout}"
+    );
+    assert_eq!(code, Some(1), "{stdout}");
+}

@@ -199,6 +199,10 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             format!("suite `{}` has no cases", raw.suite.value),
         ));
     }
+    // The binary's own suites read the files they name from the binary too.
+    let embedded = EMBEDDED
+        .iter()
+        .any(|&(path, own)| path == file && own == text);
     let mut names = BTreeSet::new();
     let mut cases = Vec::with_capacity(raw.cases.value.len());
     for raw_case in raw.cases.value {
@@ -236,6 +240,12 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         };
         case.tags.sort();
         case.tags.dedup();
+        read_files(&mut case, file, embedded).map_err(|(index, message)| {
+            invalid(
+                case.step_position(index),
+                format!("case `{}`: step {}: {message}", case.name, index + 1),
+            )
+        })?;
         case.mentioned_pods = check_case(&case).map_err(|(index, message)| {
             let at = index.map_or((case.line, case.column), |i| case.step_position(i));
             invalid(at, format!("case `{}`: {message}", case.name))
@@ -261,6 +271,18 @@ fn is_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// Reads the files the case's steps name (`sync_pod`'s `file:`), beside the suite file `file`;
+/// the error carries the step's index.
+fn read_files(case: &mut Case, file: &str, embedded: bool) -> Result<(), (usize, String)> {
+    for (index, step) in case.steps.iter_mut().enumerate() {
+        if let Step::SyncPod(sync) = step {
+            sync.read_file(file, embedded)
+                .map_err(|message| (index, format!("`sync_pod`: {message}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks what serde cannot: each step against the case so far (aliases defined before use and

@@ -448,7 +448,7 @@ pub fn reference() -> String {
         ));
     }
     out.push_str("\n| block | where | fields |\n|---|---|---|\n");
-    let blocks: [(&str, &str, &[&str]); 12] = [
+    let blocks: &[(&str, &str, &[&str])] = &[
         (
             "pod identity",
             "a case's `pods: {ALIAS: ...}`",
@@ -505,8 +505,68 @@ pub fn reference() -> String {
             "`run_sandbox` `ports: [...]`",
             fields_of::<run_sandbox::Port>(),
         ),
+        (
+            "capabilities",
+            "`create_container` `security: {capabilities: ...}`",
+            fields_of::<create_container::Capabilities>(),
+        ),
+        (
+            "selinux",
+            "`create_container` `security: {selinux: ...}`",
+            fields_of::<create_container::Selinux>(),
+        ),
+        (
+            "terminal size",
+            "`exec` and `attach` `resize: [...]`",
+            fields_of::<exec::Size>(),
+        ),
+        (
+            "stream",
+            "`exec` and `attach` `expect:`",
+            fields_of::<exec::StreamExpect>(),
+        ),
+        (
+            "log line",
+            "`check_log` `expect: {lines: [...]}`",
+            fields_of::<check_log::LineExpect>(),
+        ),
+        (
+            "stats filter",
+            "`list_container_stats` `filter:`",
+            fields_of::<list_container_stats::StatsFilter>(),
+        ),
+        (
+            "gc policy",
+            "`garbage_collect` `policy:`",
+            fields_of::<garbage_collect::Policy>(),
+        ),
+        (
+            "probes",
+            "`sync_pod` `probes:`",
+            fields_of::<sync_pod::Probes>(),
+        ),
+        (
+            "round",
+            "`sync_pod` `expect: {rounds: [...]}`",
+            fields_of::<sync_pod::Round>(),
+        ),
+        (
+            "step result",
+            "`sync_pod` `expect: {rounds: [{results: [...]}]}`",
+            fields_of::<sync_pod::ResultSeen>(),
+        ),
+        (
+            "container seen",
+            "`sync_pod` `expect: {containers: {NAME: ...}}`",
+            fields_of::<sync_pod::ContainerSeen>(),
+        ),
+        (
+            "sandbox seen",
+            "`sync_pod` `expect: {sandboxes: [...]}`",
+            fields_of::<sync_pod::SandboxSeen>(),
+        ),
     ];
-    for (block, place, fields) in blocks {
+    for &(block, place, fields) in blocks {
         out.push_str(&format!("| {block} | {place} | {} |\n", names(fields)));
     }
     out

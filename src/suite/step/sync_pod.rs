@@ -10,7 +10,7 @@
 //! as a kubelet keeps them across syncs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,7 @@ use crate::manager::lifecycle::{
 };
 use crate::manager::ContainerState;
 use crate::observe::Answer;
+use crate::suite::embedded::embedded_file;
 use crate::world::{mismatch, StepError, World};
 
 /// Under the case's host directory: the pod logs root (shared with `garbage_collect`, so it
@@ -45,11 +46,16 @@ pub struct SyncPod {
     /// The Pod manifest inline (`metadata` and `spec`, as `kubectl get pod -o yaml` prints).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<Box<k8s::Pod>>,
-    /// A Pod manifest file instead, relative to the working directory the harness runs in
-    /// (the repository root for its own suites, which are embedded in the binary) or absolute.
-    /// With neither `pod` nor `file`, the alias's last manifest is synced again.
+    /// A Pod manifest file instead, relative to the suite file's directory, or absolute. The
+    /// loader reads it, so a missing or bad file fails the suite's load; a suite the binary
+    /// embeds takes it from the binary (`suites/manifests/` is embedded with the suites), so
+    /// the harness runs it from any directory. With neither `pod` nor `file`, the alias's last
+    /// manifest is synced again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The manifest `file` names, as the loader read it.
+    #[serde(skip)]
+    from_file: Option<Box<k8s::Pod>>,
     /// Exactly this many rounds (default 1 without `until`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,
@@ -234,7 +240,7 @@ impl Memory {
 impl StepDef for SyncPod {
     const NAME: &'static str = "sync_pod";
     const KIND: Kind = Kind::Manager;
-    const ABOUT: &'static str = "Today's kubelet's `SyncPod` on a Pod manifest (`pod:` inline or `file:`), `rounds` times or `until` running/settled; checks each round's actions and results and the pod's containers and sandboxes after.";
+    const ABOUT: &'static str = "Today's kubelet's `SyncPod` on a Pod manifest (`pod:` inline, or `file:` beside the suite file, read when the suite loads), `rounds` times or `until` running/settled; checks each round's actions and results and the pod's containers and sandboxes after.";
 
     fn expect_fields() -> &'static [&'static str] {
         super::fields_of::<SyncPodExpect>()
@@ -263,13 +269,10 @@ impl StepDef for SyncPod {
             return Err("`now` must be after the epoch".to_owned());
         }
         let sandbox_known = scope.sandbox(&self.alias).is_ok();
-        // A file is read at run time; read here too when it can be, so later steps may name
-        // its containers (a suite loaded away from its files still loads, and fails at run).
-        let from_file = self
-            .file
-            .as_ref()
-            .and_then(|file| read_manifest(&PathBuf::from(file)).ok());
-        if let Some(manifest) = self.pod.as_deref().or(from_file.as_ref()) {
+        if self.file.is_some() && self.from_file.is_none() {
+            return Err("its `file` was not read: the suite loader reads it".to_owned());
+        }
+        if let Some(manifest) = self.pod.as_deref().or(self.from_file.as_deref()) {
             let names = container_names(manifest);
             if pod::containers(manifest).is_empty() {
                 return Err("the pod has no `spec.containers`".to_owned());
@@ -280,7 +283,7 @@ impl StepDef for SyncPod {
                     scope.define_container(&alias)?;
                 }
             }
-        } else if self.file.is_none() && !sandbox_known {
+        } else if !sandbox_known {
             return Err(format!(
                 "pod `{}` has no manifest yet: give `pod` or `file`",
                 self.alias
@@ -333,10 +336,9 @@ impl SyncPod {
     /// The manifest to sync, with the case's identity for the alias and catalogue images
     /// resolved.
     fn manifest(&self, world: &World) -> Result<k8s::Pod, StepError> {
-        let mut manifest = match (&self.pod, &self.file) {
-            (Some(pod), _) => (**pod).clone(),
-            (None, Some(file)) => read_manifest(&PathBuf::from(file))?,
-            (None, None) => world
+        let mut manifest = match self.pod.as_deref().or(self.from_file.as_deref()) {
+            Some(pod) => pod.clone(),
+            None => world
                 .kept
                 .get(Self::NAME)
                 .and_then(|kept| kept.downcast_ref::<Memory>())
@@ -597,14 +599,46 @@ fn resolve_image(image: &mut Option<String>) {
     }
 }
 
-/// Reads a Pod manifest file.
-fn read_manifest(path: &std::path::Path) -> Result<k8s::Pod, StepError> {
-    let text = std::fs::read_to_string(path).map_err(|err| {
-        StepError::Unsupported(format!("cannot read {}: {err}", path.display()))
-    })?;
-    serde_saphyr::from_str(&text).map_err(|err| {
-        StepError::Unsupported(format!("{} is not a Pod manifest: {err}", path.display()))
-    })
+impl SyncPod {
+    /// Reads the manifest `file` names, if it names one, for a step of the suite at
+    /// `suite_file` (as the loader names it); `embedded` says the suite is the binary's own,
+    /// whose manifests are embedded beside it. The loader calls this before the checks.
+    pub(crate) fn read_file(&mut self, suite_file: &str, embedded: bool) -> Result<(), String> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let path = beside(suite_file, file);
+        let text = match embedded.then(|| embedded_file(&path)).flatten() {
+            Some(text) => text.to_owned(),
+            None => std::fs::read_to_string(&path)
+                .map_err(|err| format!("cannot read the manifest `{file}` at {path}: {err}"))?,
+        };
+        let pod = serde_saphyr::from_str(&text)
+            .map_err(|err| format!("`{file}` is not a Pod manifest: {err}"))?;
+        self.from_file = Some(Box::new(pod));
+        Ok(())
+    }
+}
+
+/// `file` as seen from the directory of `suite_file`, `/`-separated with `.` and `..` taken
+/// out where they can be (the embedded manifests are found by such a path); an absolute `file`
+/// as it is.
+fn beside(suite_file: &str, file: &str) -> String {
+    if Path::new(file).is_absolute() {
+        return file.to_owned();
+    }
+    let mut parts: Vec<&str> = suite_file.split('/').collect();
+    parts.pop();
+    for part in file.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|last| *last != ".." && !last.is_empty()) => {
+                parts.pop();
+            }
+            _ => parts.push(part),
+        }
+    }
+    parts.join("/")
 }
 
 /// A round in suite terms.
@@ -729,7 +763,28 @@ fn compare<T: Serialize + PartialEq>(field: &str, want: &T, got: &T) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    use rstest::rstest;
+
     use super::*;
+
+    #[rstest]
+    #[case::beside_an_embedded_suite(
+        "suites/lifecycle-sync.yaml",
+        "manifests/pod.yaml",
+        "suites/manifests/pod.yaml"
+    )]
+    #[case::dots_taken_out("suites/x.yaml", "./a/../../tests/p.yaml", "tests/p.yaml")]
+    #[case::a_suite_in_the_working_directory("x.yaml", "p.yaml", "p.yaml")]
+    #[case::above_the_working_directory("x.yaml", "../p.yaml", "../p.yaml")]
+    #[case::an_absolute_suite("/etc/suites/x.yaml", "m/p.yaml", "/etc/suites/m/p.yaml")]
+    #[case::an_absolute_file("suites/x.yaml", "/srv/p.yaml", "/srv/p.yaml")]
+    fn a_manifest_path_is_taken_from_the_suite_files_directory(
+        #[case] suite: &str,
+        #[case] file: &str,
+        #[case] expected: &str,
+    ) {
+        assert_eq!(beside(suite, file), expected);
+    }
 
     fn step(yaml: &str) -> Result<SyncPod, String> {
         serde_saphyr::from_str(yaml).map_err(|e| e.to_string())
