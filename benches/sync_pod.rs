@@ -6,23 +6,21 @@
 //! Run with `cargo bench --bench sync_pod` (`SYNC_POD_ITERATIONS` sets N, default 20).
 //!
 //! The window opens as the first sync_pod starts and closes with the GetPodStatus that sees all
-//! three containers running (its calls count as the runtime's). Each iteration deletes the pod as `cri-harness pod delete` does (kill_pod, then
-//! garbage_collect of everything of the pod), untimed, and checks nothing is left.
+//! three containers running (its calls count as the runtime's). Each iteration deletes the pod as `cri-harness pod delete` does (the manager's `delete_pod`:
+//! kill_pod, then garbage_collect of everything of the pod), untimed, and checks nothing is left.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use cri_harness::bench::summarise;
-use cri_harness::cri::labels::{POD_UID, RUN_ID};
+use cri_harness::cri::labels::RUN_ID;
 use cri_harness::cri::{self, CriClient, Endpoint};
 use cri_harness::manager::lifecycle::{
-    k8s, pod, Backoff, GcLogDirs, GcPolicy, GcScope, PodStateOracle, ProbeResults, SyncOptions,
-    WallClock,
+    all_running, k8s, pod, Backoff, GcLogDirs, ProbeResults, SyncOptions, WallClock,
 };
-use cri_harness::manager::{ContainerState, KubeGenericRuntimeManager, NoopNetworkPlugin};
+use cri_harness::manager::{KubeGenericRuntimeManager, NoopNetworkPlugin};
 use cri_harness::mock::MockRuntime;
 use tracing::span::{Attributes, Id};
 use tracing::Subscriber;
@@ -126,14 +124,7 @@ async fn to_running(
         let status = manager
             .get_pod_status(pod::uid(pod), pod::name(pod), pod::namespace(pod))
             .await?;
-        let running = pod::containers(pod).iter().all(|c| {
-            status
-                .container_statuses
-                .iter()
-                .find(|s| s.name == c.name)
-                .is_some_and(|s| s.state == ContainerState::Running)
-        });
-        if running {
+        if all_running(pod, &status) {
             let wall = started.elapsed();
             let (calls_after, count_after) = timer.read();
             return Ok(Sample {
@@ -148,46 +139,16 @@ async fn to_running(
     anyhow::bail!("the pod did not run within {MAX_SYNCS} syncs")
 }
 
-/// Kills the pod and collects all of it, then checks the runtime holds nothing of it.
+/// Deletes the pod as `cri-harness pod delete` does, and checks it went wholly.
 async fn delete(
     manager: &KubeGenericRuntimeManager,
     pod: &k8s::Pod,
+    options: &SyncOptions,
     logs: &GcLogDirs,
 ) -> anyhow::Result<()> {
-    let uid = pod::uid(pod).to_owned();
-    if let Some(running) = manager
-        .get_pods(true)
-        .await?
-        .into_iter()
-        .find(|p| p.id == uid)
-    {
-        let killed = manager.kill_pod(None, &running, None).await;
-        if let Some(err) = killed.error() {
-            anyhow::bail!("kill_pod: {err}");
-        }
-    }
-    let policy = GcPolicy {
-        min_age: Duration::ZERO,
-        max_per_pod_container: 0,
-        max_containers: -1,
-    };
-    let oracle = PodStateOracle {
-        deleted: BTreeSet::from([uid.clone()]),
-        terminated: BTreeSet::from([uid.clone()]),
-    };
-    let scope = GcScope::wall_clock().owning([(POD_UID.to_owned(), uid.clone())].into());
-    manager
-        .garbage_collect(&policy, true, true, &oracle, logs, &scope)
-        .await?;
-    let left = manager
-        .get_pod_status(&uid, pod::name(pod), pod::namespace(pod))
-        .await?;
-    if !left.sandbox_statuses.is_empty() || !left.container_statuses.is_empty() {
-        anyhow::bail!(
-            "the pod left {} sandboxes and {} containers",
-            left.sandbox_statuses.len(),
-            left.container_statuses.len()
-        );
+    let deletion = manager.delete_pod(pod, options, logs).await?;
+    if !deletion.is_complete() {
+        anyhow::bail!("the pod was not deleted wholly: {deletion:?}");
     }
     Ok(())
 }
@@ -226,7 +187,7 @@ async fn bench(
     for iteration in 0..iterations {
         let sample = to_running(&manager, &pod, &options, timer).await;
         // The pod goes whether or not it came up, so a failure leaves nothing behind.
-        let deleted = delete(&manager, &pod, &logs).await;
+        let deleted = delete(&manager, &pod, &options, &logs).await;
         let sample = sample.with_context(|| format!("{label}: iteration {iteration}"))?;
         deleted.with_context(|| format!("{label}: deleting after iteration {iteration}"))?;
         samples.push(sample);

@@ -799,3 +799,141 @@ async fn a_recreated_sandbox_gets_the_next_attempt_and_the_init_containers_are_p
         ]
     );
 }
+
+/// The ids of the pod's `name` instances with their states, newest first.
+fn instances(status: &PodStatus, name: &str) -> Vec<(String, ContainerState)> {
+    status
+        .container_statuses
+        .iter()
+        .filter(|c| c.name == name)
+        .map(|c| (c.id.id.clone(), c.state))
+        .collect()
+}
+
+#[tokio::test]
+async fn before_an_init_container_starts_again_only_its_newest_finished_instance_is_kept() {
+    let (_mock, client, _control) = support::mock().await;
+    let manager = manager(client.clone()).await;
+    let root = tempfile::tempdir().unwrap();
+    let options = options(root.path(), "syncpod-mock");
+    let pod = three_container_pod(&mock_uid("prune"));
+    // No crash-loop delay: this is about which instances go, not when a restart may come.
+    let mut backoff = Backoff::new(Arc::new(WallClock), Duration::ZERO, Duration::ZERO);
+    let mut status = status_of(&manager, &pod).await;
+    let mut actions = first_sync();
+    let mut ended = Vec::new();
+    // Three starts of the init container, each instance ended before the next sync (on the
+    // mock, a stop is the init container exiting).
+    for start in 0..3 {
+        let result = manager
+            .execute_pod_actions(&pod, &status, &actions, &options, &mut backoff)
+            .await;
+        assert_eq!(result.error(), None, "start {start}: {result:?}");
+        status = status_of(&manager, &pod).await;
+        let newest = instances(&status, "init");
+        let (id, state) = newest.first().cloned().expect("an init instance");
+        assert_eq!(state, ContainerState::Running, "start {start}");
+        client.stop_container(&id, 10).await.expect("StopContainer");
+        ended.push(id);
+        status = status_of(&manager, &pod).await;
+        actions = PodActions {
+            sandbox_id: status.sandbox_statuses[0].id.clone(),
+            init_containers_to_start: vec![0],
+            ..Default::default()
+        };
+        // Before the next start, every finished instance but the newest has gone.
+        let finished: Vec<String> = instances(&status, "init")
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let expected: Vec<String> = ended.iter().rev().take(2).cloned().collect();
+        assert_eq!(finished, expected, "after start {start}");
+    }
+    let result = manager
+        .execute_pod_actions(&pod, &status, &actions, &options, &mut backoff)
+        .await;
+    assert_eq!(result.error(), None, "{result:?}");
+    let after = instances(&status_of(&manager, &pod).await, "init");
+    assert_eq!(
+        after.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
+        [ContainerState::Running, ContainerState::Exited]
+    );
+    assert_eq!(
+        after[1].0, ended[2],
+        "the newest finished instance is the one kept"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_pod_removes_all_of_it_and_nothing_of_another_pod() {
+    let (_mock, client, _control) = support::mock().await;
+    let manager = manager(client.clone()).await;
+    let root = tempfile::tempdir().unwrap();
+    let options = options(root.path(), "syncpod-mock");
+    let logs = cri_harness::manager::lifecycle::GcLogDirs {
+        pod_logs_root: root.path().join("logs"),
+        container_log_symlinks: root.path().join("containers"),
+    };
+    std::fs::create_dir_all(&logs.container_log_symlinks).unwrap();
+    let doomed = three_container_pod(&mock_uid("delete-doomed"));
+    // The same name and namespace, another uid: a pod recreated under its old name.
+    let kept = three_container_pod(&mock_uid("delete-kept"));
+    for pod in [&doomed, &kept] {
+        let stopper = client.clone();
+        empty_to_running(&manager, pod, &options, |init| async move {
+            stopper
+                .stop_container(&init, 10)
+                .await
+                .expect("StopContainer");
+        })
+        .await;
+    }
+    let kept_before = status_of(&manager, &kept).await;
+
+    let deletion = manager
+        .delete_pod(&doomed, &options, &logs)
+        .await
+        .expect("delete_pod");
+    assert!(deletion.is_complete(), "{deletion:?}");
+    let killed = deletion
+        .killed
+        .as_ref()
+        .expect("the running pod was killed");
+    let mut kills = steps(killed);
+    kills.sort();
+    assert_eq!(
+        kills,
+        [
+            "KillContainer app: ok",
+            "KillContainer init: ok",
+            "KillContainer side: ok",
+            "KillPodSandbox syncpod-delete-doomed: ok",
+            "TeardownNetwork syncpod-delete-doomed: ok",
+        ]
+    );
+    let gone = status_of(&manager, &doomed).await;
+    assert!(gone.sandbox_statuses.is_empty() && gone.container_statuses.is_empty());
+    assert!(!root
+        .path()
+        .join("volumes")
+        .join(mock_uid("delete-doomed"))
+        .exists());
+    assert!(root
+        .path()
+        .join("volumes")
+        .join(mock_uid("delete-kept"))
+        .is_dir());
+    let kept_after = status_of(&manager, &kept).await;
+    assert_eq!(
+        kept_after.container_statuses,
+        kept_before.container_statuses
+    );
+    assert_eq!(kept_after.sandbox_statuses, kept_before.sandbox_statuses);
+
+    // Deleting it again finds nothing to kill and is still complete.
+    let again = manager
+        .delete_pod(&doomed, &options, &logs)
+        .await
+        .expect("delete_pod");
+    assert!(again.killed.is_none() && again.is_complete(), "{again:?}");
+}

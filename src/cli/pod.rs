@@ -19,8 +19,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::common::{parse_duration, EndpointArgs};
 use crate::manager::lifecycle::{
-    k8s, pod, Backoff, GcLogDirs, GcPolicy, GcScope, PodStateOracle, PodSync, ProbeResults,
-    SyncOptions, WallClock,
+    all_running, k8s, phase, pod, Backoff, GcLogDirs, Phase, PodSync, ProbeResults, SyncOptions,
+    WallClock,
 };
 use crate::manager::{
     ContainerState, KubeGenericRuntimeManager, KubeletProfile, NoopNetworkPlugin, PodStatus,
@@ -71,19 +71,6 @@ struct ApplyArgs {
     interval: Duration,
 }
 
-/// The kubelet's pod phase, from the pod's spec and its runtime status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
-pub enum Phase {
-    /// Not every init container has succeeded, or an app container has not started.
-    Pending,
-    /// The app containers have started and one is running (or will be restarted).
-    Running,
-    /// Every app container exited 0 and none will be restarted.
-    Succeeded,
-    /// Every app container ended, one failed, and none will be restarted.
-    Failed,
-}
-
 /// Runs `cri-harness pod`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -94,13 +81,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let (pod, manager) = open(&args.common).await?;
-    let options = SyncOptions::new(
-        args.common.root.join("pods"),
-        args.common.root.join("volumes"),
-    );
+    let options = options(&args.common.root);
     let mut backoff = Backoff::kubelet(Arc::new(WallClock));
     let deadline = Instant::now() + args.wait;
-    for round in 1.. {
+    let mut round = 0;
+    loop {
+        round += 1;
         let sync = manager
             .sync_pod(&pod, &ProbeResults::default(), &options, &mut backoff)
             .await
@@ -109,7 +95,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         let status = read_status(&manager, &pod).await?;
         let phase = phase(&pod, &status);
         print_status(phase, &status);
-        let settled = !has_actions(&sync);
+        let settled = sync.actions.is_empty();
         match phase {
             Phase::Running if settled && all_running(&pod, &status) => {
                 println!("pod {} is running", describe(&pod));
@@ -134,73 +120,53 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         }
         tokio::time::sleep(args.interval).await;
     }
-    unreachable!("the sync loop only ends by returning")
 }
 
 async fn delete(args: CommonArgs) -> anyhow::Result<ExitCode> {
     let (pod, manager) = open(&args).await?;
-    let uid = pod::uid(&pod).to_owned();
-    let running = manager
-        .get_pods(true)
-        .await?
-        .into_iter()
-        .find(|p| p.id == uid);
-    let mut failed = false;
-    match running {
-        Some(running) => {
-            let result = manager.kill_pod(None, &running, None).await;
-            for step in &result.results {
-                println!("{}", describe_step(step));
-            }
-            if let Some(err) = result.error() {
-                eprintln!("kill: {err}");
-                failed = true;
-            }
-        }
-        None => println!("pod {} has nothing on the runtime to kill", describe(&pod)),
-    }
-    // Every dead container and sandbox of this pod goes: the pod is deleted, so none is kept.
-    let policy = GcPolicy {
-        min_age: Duration::ZERO,
-        max_per_pod_container: 0,
-        max_containers: -1,
-    };
-    let oracle = PodStateOracle {
-        deleted: BTreeSet::from([uid.clone()]),
-        terminated: BTreeSet::from([uid.clone()]),
-    };
     let logs = GcLogDirs {
         pod_logs_root: args.root.join("pods"),
         container_log_symlinks: args.root.join("containers"),
     };
-    let scope = GcScope::wall_clock().owning(
-        [(crate::cri::labels::POD_UID.to_owned(), uid.clone())]
-            .into_iter()
-            .collect(),
-    );
-    if let Err(err) = manager
-        .garbage_collect(&policy, true, true, &oracle, &logs, &scope)
-        .await
-    {
-        eprintln!("garbage collection: {err}");
-        failed = true;
+    let deletion = manager
+        .delete_pod(&pod, &options(&args.root), &logs)
+        .await?;
+    match &deletion.killed {
+        Some(killed) => {
+            for step in &killed.results {
+                println!("{}", describe_step(step));
+            }
+            if let Some(err) = killed.error() {
+                eprintln!("kill: {err}");
+            }
+        }
+        None => println!("pod {} has nothing on the runtime to kill", describe(&pod)),
     }
-    remove_volumes(&args.root, &uid)?;
-    let left = read_status(&manager, &pod).await?;
-    if !left.sandbox_statuses.is_empty() || !left.container_statuses.is_empty() {
+    if let Some(err) = &deletion.collect_error {
+        eprintln!("garbage collection: {err}");
+    }
+    if let Some((dir, err)) = &deletion.volumes_error {
+        eprintln!("removing {}: {err}", dir.display());
+    }
+    if deletion.sandboxes_left > 0 || deletion.containers_left > 0 {
         anyhow::bail!(
             "pod {} still has {} sandboxes and {} containers on the runtime",
             describe(&pod),
-            left.sandbox_statuses.len(),
-            left.container_statuses.len()
+            deletion.sandboxes_left,
+            deletion.containers_left
         );
     }
     println!("pod {} deleted", describe(&pod));
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
+    Ok(if deletion.is_complete() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
+}
+
+/// Where `apply` keeps the pod's logs and volumes, and `delete` finds them.
+fn options(root: &Path) -> SyncOptions {
+    SyncOptions::new(root.join("pods"), root.join("volumes"))
 }
 
 /// Reads the manifest and connects a manager to the runtime.
@@ -255,78 +221,6 @@ async fn read_status(
         .await?)
 }
 
-/// The emptyDir volumes `apply` made for this pod.
-fn remove_volumes(root: &Path, uid: &str) -> anyhow::Result<()> {
-    let dir = root.join("volumes").join(uid);
-    match std::fs::remove_dir_all(&dir) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-            Err(err).with_context(|| format!("removing {}", dir.display()))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn has_actions(sync: &PodSync) -> bool {
-    let a = &sync.actions;
-    a.kill_pod
-        || a.create_sandbox
-        || !a.init_containers_to_start.is_empty()
-        || !a.containers_to_start.is_empty()
-        || !a.containers_to_kill.is_empty()
-        || !a.ephemeral_containers_to_start.is_empty()
-}
-
-/// The newest status of each named container.
-fn latest<'a>(status: &'a PodStatus, name: &str) -> Option<&'a crate::manager::ContainerStatus> {
-    status.container_statuses.iter().find(|s| s.name == name)
-}
-
-fn all_running(pod: &k8s::Pod, status: &PodStatus) -> bool {
-    pod::containers(pod)
-        .iter()
-        .all(|c| latest(status, &c.name).is_some_and(|s| s.state == ContainerState::Running))
-}
-
-/// The kubelet's `getPhase`, for what the runtime shows: init containers first (a failed one
-/// fails the pod under Never), then the app containers.
-pub fn phase(pod: &k8s::Pod, status: &PodStatus) -> Phase {
-    let policy = pod::restart_policy(pod);
-    let never = policy == pod::RestartPolicy::Never;
-    for init in pod::init_containers(pod) {
-        if pod::is_restartable_init_container(init) {
-            continue;
-        }
-        match latest(status, &init.name) {
-            Some(s) if s.state == ContainerState::Exited && s.exit_code == 0 => {}
-            Some(s) if s.state == ContainerState::Exited && never => return Phase::Failed,
-            _ => return Phase::Pending,
-        }
-    }
-    let (mut running, mut waiting, mut succeeded, mut failed) = (0, 0, 0, 0);
-    for container in pod::containers(pod) {
-        match latest(status, &container.name) {
-            Some(s) if s.state == ContainerState::Running => running += 1,
-            Some(s) if s.state == ContainerState::Exited && s.exit_code == 0 => succeeded += 1,
-            Some(s) if s.state == ContainerState::Exited => failed += 1,
-            _ => waiting += 1,
-        }
-    }
-    if waiting > 0 {
-        return Phase::Pending;
-    }
-    if running > 0 {
-        return Phase::Running;
-    }
-    match policy {
-        // Ended containers will be started again.
-        pod::RestartPolicy::Always => Phase::Running,
-        pod::RestartPolicy::OnFailure if failed > 0 => Phase::Running,
-        _ if failed > 0 => Phase::Failed,
-        _ if succeeded > 0 => Phase::Succeeded,
-        _ => Phase::Pending,
-    }
-}
-
 fn describe(pod: &k8s::Pod) -> String {
     format!("{}/{}", pod::namespace(pod), pod::name(pod))
 }
@@ -343,7 +237,7 @@ fn describe_step(step: &crate::manager::SyncResult) -> String {
 
 fn print_sync(round: u32, pod: &k8s::Pod, sync: &PodSync) {
     let a = &sync.actions;
-    if !has_actions(sync) {
+    if sync.actions.is_empty() {
         println!("sync {round}: nothing to do");
         return;
     }
@@ -416,57 +310,6 @@ fn print_status(phase: Phase, status: &PodStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manager::ContainerStatus;
-    use rstest::rstest;
-
-    fn pod(policy: &str, init: bool) -> k8s::Pod {
-        let init = if init {
-            "  initContainers: [{name: setup, image: busybox}]\n"
-        } else {
-            ""
-        };
-        serde_saphyr::from_str(&format!(
-            "metadata: {{name: web, namespace: default, uid: u1}}\nspec:\n  restartPolicy: {policy}\n{init}  containers: [{{name: app, image: busybox}}]\n"
-        ))
-        .unwrap()
-    }
-
-    fn status(containers: &[(&str, ContainerState, i32)]) -> PodStatus {
-        PodStatus {
-            container_statuses: containers
-                .iter()
-                .map(|(name, state, exit_code)| ContainerStatus {
-                    name: (*name).to_owned(),
-                    state: *state,
-                    exit_code: *exit_code,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }
-    }
-
-    use ContainerState::{Created, Exited, Running};
-
-    #[rstest]
-    #[case::nothing_yet("Always", false, &[], Phase::Pending)]
-    #[case::init_not_done("Always", true, &[("setup", Running, 0)], Phase::Pending)]
-    #[case::init_failed_under_never("Never", true, &[("setup", Exited, 1)], Phase::Failed)]
-    #[case::init_failed_will_retry("OnFailure", true, &[("setup", Exited, 1)], Phase::Pending)]
-    #[case::created_is_pending("Always", false, &[("app", Created, 0)], Phase::Pending)]
-    #[case::running("Never", true, &[("app", Running, 0), ("setup", Exited, 0)], Phase::Running)]
-    #[case::ended_under_always_restarts("Always", false, &[("app", Exited, 0)], Phase::Running)]
-    #[case::failed_under_on_failure_restarts("OnFailure", false, &[("app", Exited, 2)], Phase::Running)]
-    #[case::succeeded_under_on_failure("OnFailure", false, &[("app", Exited, 0)], Phase::Succeeded)]
-    #[case::failed_under_never("Never", false, &[("app", Exited, 2)], Phase::Failed)]
-    fn the_phase_follows_the_kubelet(
-        #[case] policy: &str,
-        #[case] init: bool,
-        #[case] containers: &[(&str, ContainerState, i32)],
-        #[case] expected: Phase,
-    ) {
-        assert_eq!(phase(&pod(policy, init), &status(containers)), expected);
-    }
 
     #[test]
     fn a_uid_is_derived_from_namespace_and_name_when_the_manifest_has_none() {

@@ -15,9 +15,11 @@
 mod actions;
 mod backoff;
 mod container_config;
+mod delete;
 mod gc;
 mod hash;
 mod images;
+pub mod phase;
 pub mod pod;
 mod sandbox_changed;
 mod sandbox_config;
@@ -32,10 +34,12 @@ pub use container_config::{
     ContainerConfigError, CONTAINER_PORTS, CONTAINER_PRE_STOP_HANDLER,
     CONTAINER_TERMINATION_MESSAGE_POLICY,
 };
+pub use delete::PodDeletion;
 pub use images::{
     pull_policy, EnsuredImage, ImageFailure, ImageManager, PullPolicy, ERR_IMAGE_INSPECT,
     ERR_IMAGE_NEVER_PULL, ERR_IMAGE_PULL, ERR_IMAGE_PULL_BACK_OFF, ERR_INVALID_IMAGE_NAME,
 };
+pub use phase::{all_running, phase, Phase};
 pub use sandbox_config::{
     build_pod_logs_directory, generate_pod_sandbox_config, pod_labels, sysctl_name_with_dots,
     SandboxConfigError,
@@ -77,6 +81,18 @@ pub struct PodActions {
     pub containers_to_kill: BTreeMap<String, ContainerToKill>,
     /// Ephemeral containers to start, in spec order.
     pub ephemeral_containers_to_start: Vec<usize>,
+}
+
+impl PodActions {
+    /// Whether the sync has nothing to do: no kill, no sandbox, nothing to start or stop.
+    pub fn is_empty(&self) -> bool {
+        !self.kill_pod
+            && !self.create_sandbox
+            && self.init_containers_to_start.is_empty()
+            && self.containers_to_start.is_empty()
+            && self.containers_to_kill.is_empty()
+            && self.ephemeral_containers_to_start.is_empty()
+    }
 }
 
 /// Why and what to stop (the kubelet's `containerToKillInfo`).
