@@ -414,6 +414,23 @@ impl CriClient {
         .await
     }
 
+    /// `RuntimeService/ContainerStatus` with `verbose`: the status and the runtime's `info`
+    /// (containerd: the process's `pid` and the OCI spec, as JSON under `info`).
+    pub async fn container_status_verbose(
+        &self,
+        container_id: &str,
+    ) -> Result<v1::ContainerStatusResponse, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ContainerStatusRequest {
+            container_id: container_id.to_owned(),
+            verbose: true,
+        };
+        self.call("ContainerStatus", request, |r| async move {
+            client.container_status(r).await
+        })
+        .await
+    }
+
     /// `RuntimeService/ExecSync`: runs `cmd` in the container and waits for it, up to
     /// `timeout` (zero: the runtime's own bound). The call's deadline is the exec's timeout
     /// plus the per-call one, so a runtime that honours the timeout answers in time.

@@ -1,9 +1,29 @@
 //! `stop_container`: stops a container with a grace period, on the unrecorded client.
+//!
+//! A shell that traps SIGTERM (the harness's sleeper: `trap 'exit 0' TERM; ...`) exits 0 on a
+//! graceful stop only once it has set its trap; stopped a moment earlier, as PID 1 it ignores
+//! the signal and dies by SIGKILL after the grace period (137). On a loaded machine that moment
+//! can come after the next step, so a graceful stop first waits, for a bounded time, until a
+//! first process whose command line sets a TERM trap has set it (its `SigCgt` in
+//! `/proc/PID/status`, the pid from the runtime's verbose status). Without a pid (the mock, a
+//! runtime that does not say) or such a trap, the stop goes at once.
+
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use crate::cri::CriClient;
+use crate::world::{StepError, World};
+
+/// The longest a graceful stop waits for the process's TERM trap.
+const TRAP_WAIT: Duration = Duration::from_secs(3);
+
+/// Pause between two reads of the process's signal mask.
+const TRAP_POLL: Duration = Duration::from_millis(10);
+
+/// SIGTERM's bit in a `/proc/PID/status` signal mask (signal 15, bit 14).
+const SIGTERM_BIT: u64 = 1 << 14;
 
 /// `stop_container`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +39,7 @@ pub struct StopContainer {
 impl StepDef for StopContainer {
     const NAME: &'static str = "stop_container";
     const KIND: Kind = Kind::Setup;
-    const ABOUT: &'static str = "Stops a container, with a grace period in seconds.";
+    const ABOUT: &'static str = "Stops a container, with a grace period in seconds (a graceful stop first lets a shell that traps SIGTERM set its trap).";
 
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         scope.container(&self.container)
@@ -27,6 +47,99 @@ impl StepDef for StopContainer {
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.container(&self.container)?.id.clone();
+        if self.timeout > 0 {
+            await_term_trap(&world.runtime, &id).await;
+        }
         Ok(world.runtime.stop_container(&id, self.timeout).await?)
+    }
+}
+
+/// Waits, at most [`TRAP_WAIT`], until the container's first process has set the TERM trap its
+/// command line asks for; returns at once when there is no pid to read or no such trap.
+async fn await_term_trap(client: &CriClient, id: &str) {
+    let Ok(answer) = client.container_status_verbose(id).await else {
+        return;
+    };
+    let Some(pid) = answer.info.get("info").and_then(|info| first_pid(info)) else {
+        return;
+    };
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
+        return;
+    };
+    if !sets_term_trap(&cmdline) {
+        return;
+    }
+    let started = Instant::now();
+    while started.elapsed() < TRAP_WAIT {
+        match std::fs::read_to_string(proc.join("status")) {
+            Ok(status) if catches_sigterm(&status) => {
+                tracing::debug!(container = id, pid, waited = ?started.elapsed(), "TERM trap set");
+                return;
+            }
+            Ok(_) => tokio::time::sleep(TRAP_POLL).await,
+            // Gone already: nothing to wait for.
+            Err(_) => return,
+        }
+    }
+    tracing::warn!(container = id, "its first process did not set its TERM trap in time");
+}
+
+/// The `pid` of containerd's verbose `info` JSON.
+fn first_pid(info: &str) -> Option<u32> {
+    let value: serde_json::Value = serde_json::from_str(info).ok()?;
+    let pid = value.get("pid")?.as_u64()?;
+    u32::try_from(pid).ok().filter(|&pid| pid > 0)
+}
+
+/// Whether a NUL-separated command line sets a trap on TERM (`trap '...' TERM`).
+fn sets_term_trap(cmdline: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(cmdline);
+    text.split('\0').any(|arg| {
+        arg.contains("trap ") && arg.split([' ', ';']).any(|word| word == "TERM" || word == "SIGTERM" || word == "15")
+    })
+}
+
+/// Whether `/proc/PID/status` says the process catches SIGTERM.
+fn catches_sigterm(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & SIGTERM_BIT != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::the_sleeper(b"sh\0-c\0trap 'exit 0' TERM; sleep 3600 & wait\0".as_slice(), true)]
+    #[case::by_number(b"sh\0-c\0trap 'exit 0' 15; sleep 1\0".as_slice(), true)]
+    #[case::another_signal(b"sh\0-c\0trap 'exit 0' INT; sleep 1\0".as_slice(), false)]
+    #[case::no_trap(b"sleep\x003600\0".as_slice(), false)]
+    #[case::pause(b"/pause\0".as_slice(), false)]
+    fn a_term_trap_is_read_from_the_command_line(#[case] cmdline: &[u8], #[case] sets: bool) {
+        assert_eq!(sets_term_trap(cmdline), sets);
+    }
+
+    #[rstest]
+    #[case::caught("SigBlk:\t0000000000000000\nSigCgt:\t0000000000004002\n", true)]
+    #[case::not_yet("SigCgt:\t0000000000000000\n", false)]
+    #[case::other_signals("SigCgt:\t0000000000010002\n", false)]
+    #[case::unreadable("Name:\tsh\n", false)]
+    fn sigterm_is_read_from_the_caught_mask(#[case] status: &str, #[case] caught: bool) {
+        assert_eq!(catches_sigterm(status), caught);
+    }
+
+    #[rstest]
+    #[case::containerd(r#"{"sandboxID":"x","pid":4242,"removing":false}"#, Some(4242))]
+    #[case::no_pid(r#"{"sandboxID":"x"}"#, None)]
+    #[case::exited(r#"{"pid":0}"#, None)]
+    #[case::not_json("pid=12", None)]
+    fn the_pid_is_read_from_the_verbose_info(#[case] info: &str, #[case] pid: Option<u32>) {
+        assert_eq!(first_pid(info), pid);
     }
 }
