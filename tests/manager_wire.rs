@@ -556,8 +556,9 @@ async fn get_pod_status_reports_containers_sandbox_by_sandbox_newest_first() {
             "PodSandboxStatus id=sb-new -> OK",
             "PodSandboxStatus id=sb-old -> OK",
             "ListContainers filter{sandbox=sb-new} -> OK",
-            "ContainerStatus id=c-new-a -> OK",
+            // Asked newest first, whatever order the runtime lists them in.
             "ContainerStatus id=c-new-b -> OK",
+            "ContainerStatus id=c-new-a -> OK",
             "ListContainers filter{sandbox=sb-old} -> OK",
             "ContainerStatus id=c-old-a -> OK",
         ]
