@@ -199,10 +199,11 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
         report::write(dir, &outcome).context("writing the reports")?;
     }
     // Even a run that stopped before any case reports its node: the collector must see it.
-    let report_line = match args.report_line {
-        true => Some(report::line(&outcome).context("rendering the report line")?),
-        false => None,
-    };
+    let report_line = args
+        .report_line
+        .then(|| report::line(&outcome))
+        .transpose()
+        .context("rendering the report line")?;
     if outcome.cases.is_empty() {
         if let Some(aborted) = &outcome.aborted {
             // Nothing ran: one line says why, nothing else.

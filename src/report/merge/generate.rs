@@ -83,7 +83,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                             },
                         });
                         CaseOutcome::Failed("snapshot changed: PodSandboxStatus differs from the stored snapshot".into())
-                    } else if mix(i as u64, j as u64) % 400 == 0 {
+                    } else if mix(i as u64, j as u64).is_multiple_of(400) {
                         CaseOutcome::Failed(format!(
                             "step 3 (create_container): CreateContainer timed out after 60s on node-{i:04}"
                         ))
