@@ -19,6 +19,7 @@ pub mod mock;
 pub mod pod;
 pub mod progress;
 pub mod prop;
+pub mod report;
 pub mod run;
 pub mod version;
 
@@ -72,6 +73,8 @@ enum Command {
     Bench(bench::Args),
     /// Apply or delete a Pod manifest on a runtime the way the kubelet's SyncPod and GC do.
     Pod(pod::Args),
+    /// Merge many nodes' reports into one JUnit, JSON and HTML report.
+    Report(report::Args),
 }
 
 /// Parses the command line, runs the subcommand on a tokio runtime and maps its outcome to the
@@ -103,6 +106,7 @@ pub fn main() -> ExitCode {
             Command::Images(args) => until_stopped(images::run(args), &stop).await,
             Command::Clean(args) => until_stopped(clean::run(args), &stop).await,
             Command::Pod(args) => until_stopped(pod::run(args), &stop).await,
+            Command::Report(args) => until_stopped(report::run(args), &stop).await,
         }
     });
     // Background tasks (servers, in-flight calls) must not keep the process alive.

@@ -49,6 +49,10 @@ pub struct Args {
     /// Write junit.xml and results.json into DIR
     #[arg(long, value_name = "DIR")]
     report_dir: Option<PathBuf>,
+    /// After the run, print the JSON report as one compact line, the last on stdout (a pod's
+    /// log then carries it; `report merge` reads such logs)
+    #[arg(long)]
+    report_line: bool,
     /// Root of the snapshot tree (one subdirectory per target kind)
     #[arg(long, value_name = "DIR", default_value = "snapshots")]
     snapshot_dir: PathBuf,
@@ -194,18 +198,29 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
     if let Some(dir) = &args.report_dir {
         report::write(dir, &outcome).context("writing the reports")?;
     }
+    // Even a run that stopped before any case reports its node: the collector must see it.
+    let report_line = args
+        .report_line
+        .then(|| report::line(&outcome))
+        .transpose()
+        .context("rendering the report line")?;
     if outcome.cases.is_empty() {
         if let Some(aborted) = &outcome.aborted {
             // Nothing ran: one line says why, nothing else.
             eprintln!("error: {aborted}");
+            report_line.iter().for_each(|line| println!("{line}"));
             return Ok(ExitCode::FAILURE);
         }
         if outcome.interrupted {
             eprintln!("interrupted before any case started: nothing was made, nothing to clean up");
+            report_line.iter().for_each(|line| println!("{line}"));
             return Ok(ExitCode::from(INTERRUPTED));
         }
     }
     print!("{}", report::epilogue(&outcome, clean_with.as_deref()));
+    if let Some(line) = report_line {
+        println!("{line}");
+    }
     Ok(if outcome.interrupted {
         ExitCode::from(INTERRUPTED)
     } else if outcome.success() {

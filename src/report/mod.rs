@@ -1,5 +1,6 @@
 //! Reports of a run: the console lines (one per case, a summary CI can grep), JUnit XML for CI
-//! dashboards and a JSON results file, both written to `--report-dir`.
+//! dashboards and a JSON results file, both written to `--report-dir`, the same JSON as one
+//! line for a pod's log, and the merge of many nodes' reports into one ([`merge`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,9 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::runner::{CaseOutcome, CaseReport, RunReport};
+
+pub mod merge;
+pub mod node;
 
 /// A report file that could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -145,6 +149,12 @@ pub fn write(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError
     Ok(vec![junit_path, json_path])
 }
 
+/// The whole JSON report as one compact line (no newline in it): the last line a pod prints,
+/// so its log carries the report to whoever collects the logs.
+pub fn line(report: &RunReport) -> Result<String, ReportError> {
+    serde_json::to_string(report).map_err(ReportError::Json)
+}
+
 /// The run as JUnit XML (quick-junit, which escapes and counts): a `testsuite` per suite, a
 /// `testcase` per case with `failure` or `skipped` and the suite file's `file` and `line` (an
 /// extension GitLab and Jenkins read); unusable suite files and an aborted run appear as
@@ -272,6 +282,13 @@ mod tests {
             aborted: None,
             interrupted: false,
             duration: Duration::from_millis(15),
+            node: node::Node {
+                name: "node-a".into(),
+                kernel: "6.1.0".into(),
+                os_image: Some("Debian GNU/Linux 12 (bookworm)".into()),
+                runtime_name: Some("containerd".into()),
+                runtime_version: Some("v1.6.38".into()),
+            },
         }
     }
 
@@ -551,5 +568,24 @@ mod tests {
         assert_eq!(json["cases"][1]["outcome"], "failed");
         assert_eq!(json["cases"][1]["reason"], "boom");
         assert_eq!(json["cases"][1]["duration"], 0.0012);
+        assert_eq!(json["node"]["name"], "node-a");
+        assert_eq!(json["node"]["kernel"], "6.1.0");
+        assert_eq!(json["node"]["os_image"], "Debian GNU/Linux 12 (bookworm)");
+        assert_eq!(json["node"]["runtime_name"], "containerd");
+        assert_eq!(json["node"]["runtime_version"], "v1.6.38");
+    }
+
+    #[test]
+    fn the_report_line_is_one_line_holding_the_same_json_as_the_file() {
+        let report = report(vec![case(
+            "s",
+            "b",
+            CaseOutcome::Failed("two\nlines\n".into()),
+        )]);
+        let line = line(&report).unwrap();
+        assert!(!line.contains('\n'), "{line}");
+        let from_line: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(from_line, serde_json::to_value(&report).unwrap());
+        assert_eq!(from_line["cases"][0]["reason"], "two\nlines\n");
     }
 }

@@ -281,6 +281,8 @@ pub struct RunReport {
     /// Wall time.
     #[serde(serialize_with = "seconds")]
     pub duration: Duration,
+    /// The node it ran on and the runtime's Version answer, so merged fleet reports can group.
+    pub node: crate::report::node::Node,
 }
 
 impl RunReport {
@@ -369,9 +371,13 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         aborted: None,
         interrupted: false,
         duration: Duration::ZERO,
+        node: crate::report::node::Node::read(None),
     };
     let client = match &config.target {
-        Target::Mock => None,
+        Target::Mock => {
+            report.node = crate::report::node::Node::read(Some(&crate::mock::default_version()));
+            None
+        }
         Target::Endpoint { runtime, image } => {
             report.target = runtime.to_string();
             // A runtime that accepts and then never answers must not hold off a Ctrl-C.
@@ -384,8 +390,9 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
                 }
             };
             match connected {
-                Ok((client, kind)) => {
-                    report.target_kind = kind;
+                Ok((client, version)) => {
+                    report.target_kind = target_kind(&version.runtime_name);
+                    report.node = crate::report::node::Node::read(Some(&version));
                     Some(client)
                 }
                 Err(message) => {
@@ -430,12 +437,12 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     report
 }
 
-/// Connects to a real runtime and learns its name (the snapshot directory).
+/// Connects to a real runtime and asks its Version (its name is the snapshot directory).
 async fn connect_runtime(
     runtime: &Endpoint,
     image: &Endpoint,
     options: &ConnectOptions,
-) -> Result<(CriClient, String), String> {
+) -> Result<(CriClient, cri::v1::VersionResponse), String> {
     let client = cri::connect(runtime, image, options)
         .await
         .map_err(|err| format!("cannot reach the runtime at {runtime}: {err}"))?;
@@ -443,7 +450,7 @@ async fn connect_runtime(
         .version("")
         .await
         .map_err(|err| format!("the runtime at {runtime} does not answer Version: {err}"))?;
-    Ok((client, target_kind(&version.runtime_name)))
+    Ok((client, version))
 }
 
 /// A runtime name as a directory name.

@@ -1,0 +1,92 @@
+//! `cri-harness report merge`: merges the reports of many nodes (JSON files, or pods' logs
+//! saved to files) into one JUnit, JSON and HTML report, saying which inputs held none and
+//! which node names came twice.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::report::merge;
+use crate::report::merge::read::Outcome;
+
+/// Arguments of `cri-harness report`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Merge nodes' reports (JSON files or saved pod logs; directories read recursively for
+    /// *.json and *.log) into junit.xml, merged.json and index.html.
+    Merge(MergeArgs),
+}
+
+/// Arguments of `cri-harness report merge`.
+#[derive(Debug, clap::Args)]
+struct MergeArgs {
+    /// Report files, pod log files or directories of them
+    #[arg(value_name = "FILE|DIR", required = true)]
+    inputs: Vec<PathBuf>,
+    /// Directory to write junit.xml, merged.json and index.html into
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Runs `cri-harness report`. Exits 1 when an input held no report or none was found (a node
+/// that did not report must not pass unnoticed), after writing what it could.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Merge(args) => {
+            // Reading and rendering are CPU-bound: keep them off the async workers.
+            tokio::task::spawn_blocking(move || merge_reports(&args))
+                .await
+                .context("the merge stopped")?
+        }
+    }
+}
+
+fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
+    let merged = merge::read_all(&args.inputs);
+    for (_, why) in &merged.unread {
+        eprintln!("warning: {why}");
+    }
+    for duplicate in &merged.duplicates {
+        eprintln!(
+            "warning: node name {} came from {} inputs ({}); kept all, shown as {}",
+            duplicate.name,
+            duplicate.sources.len(),
+            duplicate
+                .sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            duplicate.renamed.join(", ")
+        );
+    }
+    let written = merge::write(&args.out, &merged).context("writing the merged report")?;
+    println!(
+        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} skipped",
+        merged.nodes.len(),
+        merged.groups.len(),
+        merged.cases.len(),
+        merged.count(Outcome::Passed),
+        merged.count(Outcome::Failed),
+        merged.count(Outcome::Skipped),
+    );
+    for path in written {
+        println!("wrote {}", path.display());
+    }
+    if merged.nodes.is_empty() {
+        eprintln!("error: no report found in the inputs");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(if merged.unread.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

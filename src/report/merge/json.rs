@@ -1,0 +1,169 @@
+//! The merge as one JSON file: the nodes with their facts and every case's outcome and
+//! message, then a summary by (runtime, kernel) group, for scripts and later comparisons.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::model::{Duplicate, Group, Merged};
+use super::read::Outcome;
+use crate::report::node::Node;
+use crate::report::ReportError;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    totals: Totals,
+    nodes: Vec<NodeView<'a>>,
+    summary: Vec<GroupView<'a>>,
+    duplicates: &'a [Duplicate],
+    unread: Vec<Unread<'a>>,
+}
+
+#[derive(Serialize)]
+struct Totals {
+    nodes: usize,
+    cases: usize,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+#[derive(Serialize)]
+struct NodeView<'a> {
+    name: &'a str,
+    facts: &'a Node,
+    source: &'a Path,
+    run_id: &'a str,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    problems: &'a [String],
+    cases: Vec<CellView<'a>>,
+}
+
+#[derive(Serialize)]
+struct CellView<'a> {
+    case: String,
+    outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<&'a str>,
+    duration: f64,
+}
+
+#[derive(Serialize)]
+struct GroupView<'a> {
+    #[serde(flatten)]
+    group: &'a Group,
+    nodes: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Unread<'a> {
+    file: &'a Path,
+    why: &'a str,
+}
+
+/// The merged JSON, compact: at a thousand nodes indentation alone would double its size.
+pub fn render(merged: &Merged) -> Result<String, ReportError> {
+    let names: Vec<String> = (0..merged.cases.len())
+        .map(|i| merged.case_name(i))
+        .collect();
+    let document = Document {
+        totals: Totals {
+            nodes: merged.nodes.len(),
+            cases: merged.cases.len(),
+            passed: merged.count(Outcome::Passed),
+            failed: merged.count(Outcome::Failed),
+            skipped: merged.count(Outcome::Skipped),
+        },
+        nodes: merged
+            .nodes
+            .iter()
+            .map(|node| NodeView {
+                name: &node.name,
+                facts: &node.facts,
+                source: &node.source,
+                run_id: &node.run_id,
+                passed: node.count(Outcome::Passed),
+                failed: node.count(Outcome::Failed),
+                skipped: node.count(Outcome::Skipped),
+                problems: &node.problems,
+                cases: node
+                    .cells
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(at, cell)| {
+                        let cell = cell.as_ref()?;
+                        Some(CellView {
+                            case: names[at].clone(),
+                            outcome: cell.outcome,
+                            message: cell.message.as_deref(),
+                            diff: cell.diff.as_deref(),
+                            duration: cell.duration,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect(),
+        summary: merged
+            .groups
+            .iter()
+            .map(|group| GroupView {
+                group,
+                nodes: group
+                    .members
+                    .iter()
+                    .map(|&i| merged.nodes[i].name.as_str())
+                    .collect(),
+            })
+            .collect(),
+        duplicates: &merged.duplicates,
+        unread: merged
+            .unread
+            .iter()
+            .map(|(file, why)| Unread { file, why })
+            .collect(),
+    };
+    serde_json::to_string(&document)
+        .map(|text| text + "\n")
+        .map_err(ReportError::Json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::merge::generate;
+
+    #[test]
+    fn the_json_has_every_node_case_and_a_summary_per_group() {
+        let reports = generate::node_reports(10, &generate::case_names(30));
+        let merged = generate::merged(&reports);
+        let json: serde_json::Value = serde_json::from_str(&render(&merged).unwrap()).unwrap();
+        assert_eq!(json["totals"]["nodes"], 10);
+        assert_eq!(json["nodes"].as_array().unwrap().len(), 10);
+        let failed: usize = reports.iter().map(|r| r.failed()).sum();
+        assert_eq!(json["totals"]["failed"], failed);
+        let first = &json["nodes"][0];
+        assert_eq!(first["cases"].as_array().unwrap().len(), 30);
+        assert!(first["facts"]["kernel"].is_string());
+        let grouped: usize = json["summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                assert!(g["runtime"].is_string() && g["kernel"].is_string());
+                g["nodes"].as_array().unwrap().len()
+            })
+            .sum();
+        assert_eq!(grouped, 10);
+        let failing: usize = json["summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["failed"].as_u64().unwrap() as usize)
+            .sum();
+        assert_eq!(failing, failed);
+    }
+}

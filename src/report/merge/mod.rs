@@ -1,0 +1,131 @@
+//! `report merge`: many nodes' reports (JSON files or saved pod logs) into one JUnit, one JSON
+//! and one static HTML page. Reading, the merged model and each rendering live in their own
+//! files; this one runs them in order and writes the outputs.
+
+use std::path::{Path, PathBuf};
+
+pub mod generate;
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod model;
+pub mod read;
+
+pub use model::Merged;
+pub use read::ReadError;
+
+use super::ReportError;
+
+/// The outputs a merge writes, in order: JUnit, JSON, HTML.
+pub const OUTPUTS: [&str; 3] = ["junit.xml", "merged.json", "index.html"];
+
+/// Reads every report under `inputs` (see [`read::files`]) and merges them; inputs that gave
+/// none are in [`Merged::unread`]. Files are parsed on all cores: at a thousand nodes the
+/// reading is most of the work.
+pub fn read_all(inputs: &[PathBuf]) -> Merged {
+    let (files, mut unread) = read::files(inputs);
+    let threads = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = files.len().div_ceil(threads).max(1);
+    let results: Vec<Result<(PathBuf, read::NodeReport), ReadError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|path| read::read(path).map(|r| (path.clone(), r)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            // A worker only panics on a bug; its files then count as unread, not lost silently.
+            .zip(files.chunks(chunk))
+            .flat_map(|(worker, part)| {
+                worker.join().unwrap_or_else(|_| {
+                    part.iter()
+                        .map(|path| {
+                            Err(ReadError::NoReport {
+                                path: path.clone(),
+                                source: None,
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    });
+    let mut reports = Vec::with_capacity(results.len());
+    for result in results {
+        match result {
+            Ok(report) => reports.push(report),
+            Err(err) => unread.push(err),
+        }
+    }
+    Merged::new(reports, unread)
+}
+
+/// Writes [`OUTPUTS`] for `merged` into `dir` (created if needed); answers their paths.
+pub fn write(dir: &Path, merged: &Merged) -> Result<Vec<PathBuf>, ReportError> {
+    let fail = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ReportError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(fail(dir))?;
+    let [junit_name, json_name, html_name] = OUTPUTS;
+    let mut written = Vec::new();
+    for (name, text) in [
+        (junit_name, junit::render(merged)?),
+        (json_name, json::render(merged)?),
+        (html_name, html::render(merged)?),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(fail(&path))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::merge::read::Outcome;
+
+    #[test]
+    fn reports_and_logs_in_a_tree_merge_and_a_file_without_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let reports = generate::node_reports(6, &generate::case_names(20));
+        for (i, report) in reports.iter().enumerate() {
+            let line = crate::report::line(report).unwrap();
+            let (name, text) = if i % 2 == 0 {
+                (
+                    format!("logs/{i}/pod.log"),
+                    format!("PASS a\nsummary\n{line}\n"),
+                )
+            } else {
+                (format!("json/{i}.json"), line)
+            };
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::write(dir.path().join("logs/crashed.log"), "panicked at ...\n").unwrap();
+        let merged = read_all(&[dir.path().to_owned()]);
+        assert_eq!(merged.nodes.len(), 6);
+        assert_eq!(merged.unread.len(), 1);
+        assert!(merged.unread[0].0.ends_with("logs/crashed.log"));
+        assert_eq!(
+            merged.count(Outcome::Failed),
+            reports.iter().map(|r| r.failed()).sum::<usize>()
+        );
+        let out = dir.path().join("out");
+        let written = write(&out, &merged).unwrap();
+        assert_eq!(written.len(), 3);
+        for name in OUTPUTS {
+            assert!(std::fs::metadata(out.join(name)).unwrap().len() > 0);
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! The merged fleet: every node with its facts and one cell per case of the union of cases,
+//! nodes ordered by group ((runtime, kernel)) then name, and the duplicates and unreadable
+//! inputs said, not hidden. JUnit, JSON and HTML are renderings of this one model.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::read::{NodeReport, Outcome, ReadError};
+use crate::report::node::Node;
+
+/// What a runtime calls itself in a group: `containerd v1.6.38`, or `unknown runtime`.
+pub fn runtime_label(node: &Node) -> String {
+    match (&node.runtime_name, &node.runtime_version) {
+        (Some(name), Some(version)) => format!("{name} {version}"),
+        (Some(name), None) => name.clone(),
+        (None, Some(version)) => version.clone(),
+        (None, None) => "unknown runtime".to_owned(),
+    }
+}
+
+/// The key nodes are grouped by: runtime (name and version) and kernel.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct GroupKey {
+    /// [`runtime_label`] of the node.
+    pub runtime: String,
+    /// The kernel release.
+    pub kernel: String,
+}
+
+/// One case of one node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Why it failed or was skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The snapshot diff of a changed snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Seconds.
+    pub duration: f64,
+}
+
+/// One node of the merge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedNode {
+    /// The name shown: the node's name, suffixed `#2`, `#3` when another input had it too.
+    pub name: String,
+    /// The facts the node reported (its own name unchanged).
+    pub facts: Node,
+    /// The file it came from.
+    pub source: PathBuf,
+    /// The run's id.
+    pub run_id: String,
+    /// One per case of [`Merged::cases`]; none where this node's run lacked the case.
+    pub cells: Vec<Option<Cell>>,
+    /// Problems of the run as a whole (unusable suite files, why it aborted, interrupted).
+    pub problems: Vec<String>,
+    /// Run wall time, seconds.
+    pub duration: f64,
+}
+
+impl MergedNode {
+    /// The node's group.
+    pub fn group(&self) -> GroupKey {
+        GroupKey {
+            runtime: runtime_label(&self.facts),
+            kernel: self.facts.kernel.clone(),
+        }
+    }
+
+    /// Cells with this outcome.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.cells
+            .iter()
+            .flatten()
+            .filter(|c| c.outcome == outcome)
+            .count()
+    }
+}
+
+/// A node name more than one input reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Duplicate {
+    /// The name they share.
+    pub name: String,
+    /// The names given to each, in input order (the first keeps the name).
+    pub renamed: Vec<String>,
+    /// Their files.
+    pub sources: Vec<PathBuf>,
+}
+
+/// A group's nodes and counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    /// Runtime and kernel.
+    #[serde(flatten)]
+    pub key: GroupKey,
+    /// Indices into [`Merged::nodes`], in order.
+    #[serde(skip)]
+    pub members: Vec<usize>,
+    /// Cells passed, failed and skipped over the group's nodes.
+    pub passed: usize,
+    /// See `passed`.
+    pub failed: usize,
+    /// See `passed`.
+    pub skipped: usize,
+    /// Nodes with at least one failed case or a problem of the run.
+    pub failing_nodes: usize,
+    /// `suite/case` of each case that failed on some node of the group, with how many.
+    pub failing_cases: BTreeMap<String, usize>,
+}
+
+/// The merge of many nodes' reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    /// `(suite, case)` of every case any node ran, sorted.
+    pub cases: Vec<(String, String)>,
+    /// Nodes in group order, then by name.
+    pub nodes: Vec<MergedNode>,
+    /// Groups by (runtime, kernel), sorted.
+    pub groups: Vec<Group>,
+    /// Node names more than one input had.
+    pub duplicates: Vec<Duplicate>,
+    /// Inputs that gave no report, with why.
+    pub unread: Vec<(PathBuf, String)>,
+}
+
+impl Merged {
+    /// Merges `reports` (each with its file, in input order); `unread` are the inputs that
+    /// gave none. Duplicate node names are kept, suffixed, and listed (a pod that restarted
+    /// or a file given twice must not silently hide a node's other result).
+    pub fn new(reports: Vec<(PathBuf, NodeReport)>, unread: Vec<ReadError>) -> Self {
+        let cases: Vec<(String, String)> = reports
+            .iter()
+            .flat_map(|(_, r)| r.cases.iter().map(|c| (c.suite.clone(), c.case.clone())))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let index: HashMap<(&str, &str), usize> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, (s, c))| ((s.as_str(), c.as_str()), i))
+            .collect();
+        let (names, duplicates) = unique_names(&reports);
+        let mut nodes: Vec<MergedNode> = reports
+            .into_iter()
+            .zip(names)
+            .map(|((source, report), name)| {
+                let mut cells: Vec<Option<Cell>> = vec![None; cases.len()];
+                for case in report.cases {
+                    let Some(&at) = index.get(&(case.suite.as_str(), case.case.as_str())) else {
+                        continue;
+                    };
+                    let diff = case
+                        .snapshot
+                        .and_then(|s| s.diff)
+                        .filter(|_| case.outcome == Outcome::Failed);
+                    cells[at] = Some(Cell {
+                        outcome: case.outcome,
+                        message: case.reason,
+                        diff,
+                        duration: case.duration,
+                    });
+                }
+                let mut problems = report.errors;
+                problems.extend(report.aborted);
+                if report.interrupted {
+                    problems.push("the run was interrupted (evicted or stopped)".to_owned());
+                }
+                MergedNode {
+                    name,
+                    facts: report.node,
+                    source,
+                    run_id: report.run_id,
+                    cells,
+                    problems,
+                    duration: report.duration,
+                }
+            })
+            .collect();
+        nodes.sort_by(|a, b| (a.group(), &a.name).cmp(&(b.group(), &b.name)));
+        let groups = group(&nodes, &cases);
+        Self {
+            cases,
+            nodes,
+            groups,
+            duplicates,
+            unread: unread
+                .into_iter()
+                .map(|err| (err.path().to_owned(), error_chain(&err)))
+                .collect(),
+        }
+    }
+
+    /// `suite/case` of case `index`.
+    pub fn case_name(&self, index: usize) -> String {
+        let (suite, case) = &self.cases[index];
+        format!("{suite}/{case}")
+    }
+
+    /// Cells with this outcome over all nodes.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.nodes.iter().map(|n| n.count(outcome)).sum()
+    }
+}
+
+/// The error and its causes on one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The name each report is shown under, and the names more than one report had.
+fn unique_names(reports: &[(PathBuf, NodeReport)]) -> (Vec<String>, Vec<Duplicate>) {
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, (_, report)) in reports.iter().enumerate() {
+        by_name
+            .entry(report.node.name.as_str())
+            .or_default()
+            .push(i);
+    }
+    let taken: BTreeSet<&str> = by_name.keys().copied().collect();
+    let mut names: Vec<String> = reports.iter().map(|(_, r)| r.node.name.clone()).collect();
+    let mut given: BTreeSet<String> = BTreeSet::new();
+    let mut duplicates = Vec::new();
+    for (name, holders) in by_name.iter().filter(|(_, h)| h.len() > 1) {
+        let mut renamed = vec![(*name).to_owned()];
+        let mut suffix = 2;
+        for &i in &holders[1..] {
+            // Skip suffixes another node really has, or that an earlier rename took.
+            let new = loop {
+                let candidate = format!("{name}#{suffix}");
+                suffix += 1;
+                if !taken.contains(candidate.as_str()) && !given.contains(&candidate) {
+                    break candidate;
+                }
+            };
+            given.insert(new.clone());
+            names[i] = new.clone();
+            renamed.push(new);
+        }
+        duplicates.push(Duplicate {
+            name: (*name).to_owned(),
+            renamed,
+            sources: holders.iter().map(|&i| reports[i].0.clone()).collect(),
+        });
+    }
+    (names, duplicates)
+}
+
+fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let key = node.group();
+        // Nodes are sorted by group, so a new key starts a new group.
+        if groups.last().is_none_or(|g| g.key != key) {
+            groups.push(Group {
+                key,
+                members: Vec::new(),
+                passed: 0,
+                failed: 0,
+                skipped: 0,
+                failing_nodes: 0,
+                failing_cases: BTreeMap::new(),
+            });
+        }
+        let Some(group) = groups.last_mut() else {
+            continue;
+        };
+        group.members.push(i);
+        group.passed += node.count(Outcome::Passed);
+        group.skipped += node.count(Outcome::Skipped);
+        let failed = node.count(Outcome::Failed);
+        group.failed += failed;
+        if failed > 0 || !node.problems.is_empty() {
+            group.failing_nodes += 1;
+        }
+        for (at, cell) in node.cells.iter().enumerate() {
+            if cell.as_ref().is_some_and(|c| c.outcome == Outcome::Failed) {
+                let (suite, case) = &cases[at];
+                *group
+                    .failing_cases
+                    .entry(format!("{suite}/{case}"))
+                    .or_default() += 1;
+            }
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::super::read::CaseResult;
+    use super::*;
+
+    fn node(name: &str, runtime: &str, kernel: &str, cases: &[(&str, Outcome)]) -> NodeReport {
+        NodeReport {
+            run_id: format!("run-{name}"),
+            node: Node {
+                name: name.into(),
+                kernel: kernel.into(),
+                os_image: None,
+                runtime_name: Some("containerd".into()),
+                runtime_version: Some(runtime.into()),
+            },
+            cases: cases
+                .iter()
+                .map(|(name, outcome)| CaseResult {
+                    suite: "s".into(),
+                    case: (*name).into(),
+                    outcome: *outcome,
+                    reason: (*outcome != Outcome::Passed).then(|| format!("why {name}")),
+                    skip: None,
+                    duration: 0.1,
+                    snapshot: None,
+                })
+                .collect(),
+            errors: Vec::new(),
+            aborted: None,
+            interrupted: false,
+            duration: 1.0,
+        }
+    }
+
+    fn merge(reports: Vec<NodeReport>) -> Merged {
+        Merged::new(
+            reports
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (PathBuf::from(format!("in/{i}.json")), r))
+                .collect(),
+            Vec::new(),
+        )
+    }
+
+    use Outcome::{Failed as F, Passed as P, Skipped as S};
+
+    #[test]
+    fn nodes_are_grouped_by_runtime_and_kernel_and_sorted_within() {
+        let merged = merge(vec![
+            node("b", "v1.7", "6.1", &[("x", P)]),
+            node("a", "v1.6", "6.1", &[("x", F)]),
+            node("c", "v1.7", "5.15", &[("x", P)]),
+            node("a2", "v1.7", "6.1", &[("x", S)]),
+        ]);
+        let keys: Vec<(String, String, Vec<&str>)> = merged
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.key.runtime.clone(),
+                    g.key.kernel.clone(),
+                    g.members
+                        .iter()
+                        .map(|&i| merged.nodes[i].name.as_str())
+                        .collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("containerd v1.6".into(), "6.1".into(), vec!["a"]),
+                ("containerd v1.7".into(), "5.15".into(), vec!["c"]),
+                ("containerd v1.7".into(), "6.1".into(), vec!["a2", "b"]),
+            ]
+        );
+        assert_eq!(merged.groups[0].failing_cases.get("s/x"), Some(&1));
+        assert_eq!(merged.groups[2].failing_nodes, 0);
+    }
+
+    #[rstest]
+    #[case::all_alike(vec![vec![("x", P), ("y", F)], vec![("x", P), ("y", F)]], [2, 2, 0], 2)]
+    #[case::a_case_only_one_node_ran(vec![vec![("x", P)], vec![("x", S), ("y", F)]], [1, 1, 1], 2)]
+    #[case::disjoint(vec![vec![("x", P)], vec![("z", S)]], [1, 0, 1], 2)]
+    #[case::no_cases(vec![vec![], vec![]], [0, 0, 0], 0)]
+    fn the_cases_are_the_union_and_each_cell_keeps_its_outcome(
+        #[case] runs: Vec<Vec<(&str, Outcome)>>,
+        #[case] counts: [usize; 3],
+        #[case] union: usize,
+    ) {
+        let merged = merge(
+            runs.iter()
+                .enumerate()
+                .map(|(i, cases)| node(&format!("n{i}"), "v1", "k", cases))
+                .collect(),
+        );
+        assert_eq!(merged.cases.len(), union);
+        assert_eq!([merged.count(P), merged.count(F), merged.count(S)], counts);
+        let missing: usize = merged
+            .nodes
+            .iter()
+            .map(|n| n.cells.iter().filter(|c| c.is_none()).count())
+            .sum();
+        assert_eq!(missing, union * runs.len() - counts.iter().sum::<usize>());
+    }
+
+    #[rstest]
+    #[case::two(&["n", "n"], &["n", "n#2"])]
+    #[case::three(&["n", "m", "n", "n"], &["n", "m", "n#2", "n#3"])]
+    #[case::a_suffix_a_node_really_has(&["n", "n#2", "n"], &["n", "n#2", "n#3"])]
+    #[case::none(&["a", "b"], &["a", "b"])]
+    fn duplicate_node_names_are_kept_with_a_suffix_and_listed(
+        #[case] names: &[&str],
+        #[case] expected: &[&str],
+    ) {
+        let reports: Vec<(PathBuf, NodeReport)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (PathBuf::from(format!("{i}.log")), node(n, "v1", "k", &[])))
+            .collect();
+        let (given, duplicates) = unique_names(&reports);
+        assert_eq!(given, expected);
+        let dupes = names.len() != names.iter().collect::<BTreeSet<_>>().len();
+        assert_eq!(duplicates.len(), usize::from(dupes));
+        if let Some(d) = duplicates.first() {
+            assert_eq!(d.renamed.len(), d.sources.len());
+            assert_eq!(d.renamed[0], d.name);
+        }
+    }
+
+    #[rstest]
+    #[case::both(Some("containerd"), Some("v1.6.38"), "containerd v1.6.38")]
+    #[case::name_only(Some("cri-o"), None, "cri-o")]
+    #[case::neither(None, None, "unknown runtime")]
+    fn the_runtime_label_uses_what_the_node_knows(
+        #[case] name: Option<&str>,
+        #[case] version: Option<&str>,
+        #[case] expected: &str,
+    ) {
+        let node = Node {
+            runtime_name: name.map(Into::into),
+            runtime_version: version.map(Into::into),
+            ..Node::default()
+        };
+        assert_eq!(runtime_label(&node), expected);
+    }
+
+    #[test]
+    fn a_run_problem_makes_its_node_failing_and_unread_inputs_are_kept() {
+        let mut report = node("n", "v1", "k", &[("x", P)]);
+        report.aborted = Some("runtime gone".into());
+        let merged = Merged::new(
+            vec![("a.json".into(), report)],
+            vec![ReadError::NoReport {
+                path: "b.log".into(),
+                source: None,
+            }],
+        );
+        assert_eq!(merged.groups[0].failing_nodes, 1);
+        assert_eq!(merged.nodes[0].problems, ["runtime gone"]);
+        assert_eq!(merged.unread.len(), 1);
+        assert!(merged.unread[0].1.contains("b.log"), "{:?}", merged.unread);
+    }
+}

@@ -1,0 +1,126 @@
+//! The fleet path as a user drives it: `run --report-line` ends stdout with the whole report
+//! on one line, and `report merge` reads such logs (and report files) into one report, naming
+//! inputs that held none and node names that came twice.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::harness;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn run_report_line_prints_the_whole_report_last_and_merge_reads_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = harness()
+        .args([
+            "run",
+            "--mock",
+            "--report-line",
+            "--focus",
+            "^latest-sandbox-ip/",
+        ])
+        .arg("--snapshot-dir")
+        .arg(root().join("snapshots"))
+        .arg("--report-dir")
+        .arg(dir.path().join("reports"))
+        .env("NODE_NAME", "node-from-downward-api")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    let line: serde_json::Value = serde_json::from_str(last).unwrap();
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/results.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line, file);
+    assert_eq!(line["node"]["name"], "node-from-downward-api");
+    assert_eq!(line["node"]["runtime_name"], "cri-harness-mock");
+    assert_eq!(line["node"]["runtime_version"], env!("CARGO_PKG_VERSION"));
+    assert!(line["node"]["kernel"]
+        .as_str()
+        .is_some_and(|k| !k.is_empty()));
+    assert!(line["cases"].as_array().is_some_and(|c| !c.is_empty()));
+    // The summary line is still there, just before it.
+    assert!(stdout
+        .lines()
+        .any(|l| l.ends_with(" skipped") && l.contains(" passed, ")));
+
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("a.log"), &stdout).unwrap();
+    // The same node again, as a restarted pod would report, and a pod that crashed.
+    std::fs::write(logs.join("b.log"), &stdout).unwrap();
+    std::fs::write(logs.join("crashed.log"), "thread 'main' panicked\n").unwrap();
+    let out = dir.path().join("merged");
+    let merge = harness()
+        .args(["report", "merge"])
+        .arg(&logs)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&merge.stderr);
+    assert_eq!(merge.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: ")
+            && l.contains("crashed.log")
+            && l.contains("no cri-harness report")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().any(|l| l.contains("node-from-downward-api") && l.contains("node-from-downward-api#2")),
+        "{stderr}"
+    );
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("merged.json")).unwrap()).unwrap();
+    assert_eq!(merged["totals"]["nodes"], 2);
+    assert_eq!(merged["unread"].as_array().unwrap().len(), 1);
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let suites: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .filter_map(|n| n.attribute("name"))
+        .collect();
+    assert_eq!(
+        suites,
+        ["node-from-downward-api", "node-from-downward-api#2"]
+    );
+    assert!(std::fs::metadata(out.join("index.html")).unwrap().len() > 0);
+
+    // Without the crashed pod's log, the merge succeeds.
+    std::fs::remove_file(logs.join("crashed.log")).unwrap();
+    let merge = harness()
+        .args(["report", "merge"])
+        .arg(logs.join("a.log"))
+        .arg(dir.path().join("reports/results.json"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        merge.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merge.stderr)
+    );
+}
+
+#[test]
+fn merge_of_nothing_fails_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let merge = harness()
+        .args(["report", "merge"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(merge.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&merge.stderr).contains("no report found"));
+}
