@@ -224,6 +224,7 @@ fn host_directories_are_mounted_at_their_own_paths_and_named_in_the_args(#[case]
     let reports = flag(container, "report-dir").expect("--report-dir");
     host_path_at(&spec, reports);
     host_path_at(&spec, "/run/cri-harness/leases");
+
     assert!(container
         .args
         .iter()
