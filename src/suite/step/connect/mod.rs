@@ -379,6 +379,16 @@ mod tests {
 
     use super::*;
 
+    #[rstest]
+    #[case::containerd_names_the_pause_pid(r#"{"pid":4242,"runtimeSpec":{}}"#, Some(4242))]
+    #[case::a_stopped_sandbox_has_pid_zero(r#"{"pid":0}"#, None)]
+    #[case::no_pid(r#"{"runtimeSpec":{}}"#, None)]
+    #[case::not_json("nope", None)]
+    fn the_sandbox_pid_comes_from_the_verbose_info(#[case] json: &str, #[case] pid: Option<u64>) {
+        let info = std::collections::BTreeMap::from([("info".to_owned(), json.to_owned())]);
+        assert_eq!(sandbox_pid(&info), pid);
+    }
+
     fn step(yaml: &str) -> Connect {
         serde_saphyr::from_str(yaml).unwrap()
     }
