@@ -201,6 +201,22 @@ fn unshare(dir: &Path) {
         .unwrap_or_else(|err| panic!("unmount {}: {err}", dir.display()));
 }
 
+/// Deletes the pod and undoes the shared mount if the test ends before it does so itself
+/// (a failed apply, a report that never came), so a failure leaves nothing running.
+struct Leftovers {
+    delete: Option<Command>,
+    work: PathBuf,
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        if let Some(mut delete) = self.delete.take() {
+            let _ = delete.output();
+            let _ = rustix::mount::unmount(&self.work, rustix::mount::UnmountFlags::DETACH);
+        }
+    }
+}
+
 /// Waits for the run's results.json (written once, after the run) and answers it.
 fn await_report(path: &Path) -> Value {
     let deadline = Instant::now() + RUN_LIMIT;
@@ -309,11 +325,16 @@ async fn the_image_runs_the_suites_as_a_daemonset_pod_on_containerd_twice() {
             }
             command
         };
+        let mut leftovers = Leftovers {
+            delete: Some(pod_cli("delete")),
+            work: dir.join("work"),
+        };
         run(&mut pod_cli("apply"));
         let results = dir.join("reports/results.json");
         let report = await_report(&results);
         let run_time = run_started.elapsed();
 
+        leftovers.delete = None;
         run(&mut pod_cli("delete"));
         unshare(&dir.join("work"));
         let left = support::labelled_by(&client, "io.kubernetes.pod.namespace", NAMESPACE).await;
