@@ -38,6 +38,29 @@ enum ImagesCommand {
         #[command(flatten)]
         source: BusyboxArg,
     },
+    /// Write the harness's own image (the binary, its ELF interpreter and libraries, the
+    /// reference snapshots) as one OCI layout in DIR and print `REFERENCE DIGEST DIR`.
+    Harness {
+        /// Directory to write the layout in (created if missing).
+        #[arg(long, value_name = "DIR")]
+        oci: PathBuf,
+        /// The cri-harness binary to put in the image [default: the running executable]
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+        /// The reference the layout's index names
+        #[arg(long, value_name = "REF", default_value = images::HARNESS_REFERENCE)]
+        tag: String,
+        /// The snapshot tree shipped at /snapshots (`none`: no snapshots)
+        #[arg(long, value_name = "DIR", default_value = "snapshots")]
+        snapshots: PathBuf,
+        /// The suites' fixture files, shipped at /tests/fixtures (`none`: none)
+        #[arg(long, value_name = "DIR", default_value = "tests/fixtures")]
+        fixtures: PathBuf,
+        /// The source revision for the `org.opencontainers.image.revision` label (left out
+        /// when not given, so the digest depends on the inputs alone)
+        #[arg(long, value_name = "REV")]
+        revision: Option<String>,
+    },
     /// Build the images in a temporary directory and push each one to
     /// HOST:PORT/<reference path>:<tag> with skopeo (TLS not verified).
     Push {
@@ -98,6 +121,33 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     built.layout.display()
                 );
             }
+        }
+        ImagesCommand::Harness {
+            oci,
+            binary,
+            tag,
+            snapshots,
+            fixtures,
+            revision,
+        } => {
+            let binary = match binary {
+                Some(binary) => binary,
+                None => std::env::current_exe().context("cannot find the running executable")?,
+            };
+            let spec = images::HarnessSpec {
+                binary,
+                snapshots: (snapshots != Path::new("none")).then_some(snapshots),
+                fixtures: (fixtures != Path::new("none")).then_some(fixtures),
+                reference: tag,
+                revision,
+            };
+            let built = images::build_harness(&spec, &oci)?;
+            println!(
+                "{} {} {}",
+                spec.reference,
+                built.manifest.digest,
+                built.layout.display()
+            );
         }
         ImagesCommand::Push {
             registry,

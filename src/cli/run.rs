@@ -81,10 +81,34 @@ pub struct Args {
     /// skipped
     #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
     kubelet: KubeletProfile,
+    /// After the run and its reports, wait for SIGTERM or SIGINT before exiting (with the
+    /// run's exit code), so a DaemonSet pod, whose containers are always restarted, runs the
+    /// suites once
+    #[arg(long)]
+    hold: bool,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
+    if !args.hold {
+        return run_once(args, stop).await;
+    }
+    // A run that could not start holds too: exiting would restart it, over and over.
+    let code = match run_once(args, stop.clone()).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    };
+    if !stop.is_cancelled() {
+        println!("holding until SIGTERM (--hold)");
+        stop.cancelled().await;
+    }
+    Ok(code)
+}
+
+async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let run_id = match args.run_id {
         Some(id) if runner::valid_run_id(&id) => id,
         Some(id) => anyhow::bail!(

@@ -2,6 +2,8 @@
 //! builds each one from a static busybox binary, byte for byte reproducibly, so CI and vendors
 //! can serve them from a registry on their own machine without reaching the internet.
 
+mod harness;
+mod loader;
 mod nnp;
 mod oci;
 mod platform;
@@ -10,6 +12,11 @@ mod tar;
 
 use std::path::PathBuf;
 
+pub use harness::{
+    build_harness, build_harness_with, BuiltHarness, HarnessSpec, HARNESS_BINARY, HARNESS_FIXTURES,
+    HARNESS_REFERENCE, HARNESS_SNAPSHOTS, REVISION_LABEL, VERSION_LABEL,
+};
+pub use loader::{dependencies, runtime_files, Dependencies, RuntimeFile, SearchPath};
 pub use nnp::{nnp_elf, NNP_MODE, NNP_PATH};
 pub use oci::{build_all, build_layout, BuiltImage, Busybox, Descriptor};
 pub use platform::Platform;
@@ -397,6 +404,30 @@ pub enum ImageError {
         image: &'static str,
         /// The encoder's error.
         source: serde_json::Error,
+    },
+    /// A file the harness image is built from could not be read.
+    #[error("cannot read {}", path.display())]
+    ReadFile {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An ELF object's headers or dynamic section could not be read.
+    #[error("cannot read the ELF headers of {}", path.display())]
+    Elf {
+        /// The object.
+        path: PathBuf,
+        /// What the ELF reader found wrong.
+        source: object::read::Error,
+    },
+    /// A library an object needs is in none of the directories the loader searches.
+    #[error("library {library}, needed by {}, is in none of the directories the loader searches", needed_by.display())]
+    LibraryNotFound {
+        /// The `DT_NEEDED` name.
+        library: String,
+        /// The binary or library that needs it.
+        needed_by: PathBuf,
     },
     /// A file of the OCI layout could not be written.
     #[error("cannot write {}", path.display())]

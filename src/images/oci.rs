@@ -122,32 +122,83 @@ pub fn build_layout(
     busybox: &Busybox,
     dir: &Path,
 ) -> Result<BuiltImage, ImageError> {
+    let layer_bytes = rootfs(busybox, image)?.to_bytes()?;
+    let references = image.references();
+    let written = write_image(
+        dir,
+        &layer_bytes,
+        busybox.platform,
+        RunConfig {
+            user: image.user,
+            env: vec![format!("PATH={IMAGE_PATH}")],
+            entrypoint: image.entrypoint,
+            cmd: image.cmd,
+            working_dir: "",
+            labels: BTreeMap::from([(IMAGE_LABEL, image.name)]),
+        },
+        "cri-harness images build",
+        &image
+            .tags()
+            .zip(references.iter().map(String::as_str))
+            .collect::<Vec<_>>(),
+        image.reference,
+    )?;
+    let Written {
+        manifest,
+        config,
+        layer,
+    } = written;
+    Ok(BuiltImage {
+        image: *image,
+        layout: dir.to_owned(),
+        platform: busybox.platform,
+        manifest,
+        config,
+        layer,
+    })
+}
+
+/// The three blobs [`write_image`] stored.
+pub(super) struct Written {
+    /// The manifest: its digest is the image's.
+    pub manifest: Descriptor,
+    /// The image config.
+    pub config: Descriptor,
+    /// The one uncompressed layer.
+    pub layer: Descriptor,
+}
+
+/// Writes one image of one layer as an OCI layout in `dir` (created if missing): the layer, a
+/// config with `run` and the layer as its only diff id, a manifest, and an index with one entry
+/// per `(tag, reference)` naming that manifest, so `oci:DIR:TAG` finds each tag. `what` names
+/// the image in errors.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_image(
+    dir: &Path,
+    layer: &[u8],
+    platform: Platform,
+    run: RunConfig<'_>,
+    created_by: &'static str,
+    tags: &[(&str, &str)],
+    what: &'static str,
+) -> Result<Written, ImageError> {
     let blobs = dir.join("blobs").join("sha256");
     std::fs::create_dir_all(&blobs).map_err(|source| ImageError::Write {
         path: blobs.clone(),
         source,
     })?;
-
-    let layer = write_blob(&blobs, MEDIA_LAYER, &rootfs(busybox, image)?.to_bytes()?)?;
+    let layer = write_blob(&blobs, MEDIA_LAYER, layer)?;
     let config = ImageConfig {
-        architecture: busybox.platform.architecture,
-        os: busybox.platform.os,
-        config: RunConfig {
-            user: image.user,
-            env: vec![format!("PATH={IMAGE_PATH}")],
-            entrypoint: image.entrypoint,
-            cmd: image.cmd,
-            labels: BTreeMap::from([(IMAGE_LABEL, image.name)]),
-        },
+        architecture: platform.architecture,
+        os: platform.os,
+        config: run,
         rootfs: RootFs {
             kind: "layers",
             diff_ids: vec![layer.digest.clone()],
         },
-        history: vec![History {
-            created_by: "cri-harness images build",
-        }],
+        history: vec![History { created_by }],
     };
-    let config = write_blob(&blobs, MEDIA_CONFIG, &encode(&config, "config", image)?)?;
+    let config = write_blob(&blobs, MEDIA_CONFIG, &encode(&config, "config", what)?)?;
     let manifest = Manifest {
         schema_version: 2,
         media_type: MEDIA_MANIFEST,
@@ -157,38 +208,32 @@ pub fn build_layout(
     let manifest = write_blob(
         &blobs,
         MEDIA_MANIFEST,
-        &encode(&manifest, "manifest", image)?,
+        &encode(&manifest, "manifest", what)?,
     )?;
-    let references = image.references();
-    // One entry per tag, all naming the one manifest, so `oci:DIR:TAG` finds each tag.
     let index = Index {
         schema_version: 2,
         media_type: MEDIA_INDEX,
-        manifests: image
-            .tags()
-            .zip(&references)
-            .map(|(tag, reference)| IndexEntry {
+        manifests: tags
+            .iter()
+            .map(|&(tag, reference)| IndexEntry {
                 descriptor: &manifest,
                 platform: PlatformJson {
-                    architecture: busybox.platform.architecture,
-                    os: busybox.platform.os,
+                    architecture: platform.architecture,
+                    os: platform.os,
                 },
                 annotations: BTreeMap::from([
-                    ("io.containerd.image.name", reference.as_str()),
+                    ("io.containerd.image.name", reference),
                     ("org.opencontainers.image.ref.name", tag),
                 ]),
             })
             .collect(),
     };
-    write_file(&dir.join("index.json"), &encode(&index, "index", image)?)?;
+    write_file(&dir.join("index.json"), &encode(&index, "index", what)?)?;
     write_file(
         &dir.join("oci-layout"),
         br#"{"imageLayoutVersion":"1.0.0"}"#,
     )?;
-    Ok(BuiltImage {
-        image: *image,
-        layout: dir.to_owned(),
-        platform: busybox.platform,
+    Ok(Written {
         manifest,
         config,
         layer,
@@ -252,11 +297,11 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
 fn encode<T: Serialize>(
     document: &T,
     name: &'static str,
-    image: &TestImage,
+    image: &'static str,
 ) -> Result<Vec<u8>, ImageError> {
     serde_json::to_vec(document).map_err(|source| ImageError::Json {
         document: name,
-        image: image.reference,
+        image,
         source,
     })
 }
@@ -293,17 +338,26 @@ struct ImageConfig<'a> {
     history: Vec<History>,
 }
 
+/// The config's `config`: how a container of the image runs.
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-struct RunConfig<'a> {
+pub(super) struct RunConfig<'a> {
+    /// `User` (empty: left out, so root).
     #[serde(skip_serializing_if = "str::is_empty")]
-    user: &'a str,
-    env: Vec<String>,
+    pub user: &'a str,
+    /// `Env`, `NAME=value` each.
+    pub env: Vec<String>,
+    /// `Entrypoint` (empty: left out).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    entrypoint: &'a [&'a str],
+    pub entrypoint: &'a [&'a str],
+    /// `Cmd` (empty: left out).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    cmd: &'a [&'a str],
-    labels: BTreeMap<&'static str, &'a str>,
+    pub cmd: &'a [&'a str],
+    /// `WorkingDir` (empty: left out).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub working_dir: &'a str,
+    /// `Labels`, in key order.
+    pub labels: BTreeMap<&'static str, &'a str>,
 }
 
 #[derive(Serialize)]

@@ -20,6 +20,18 @@ pub struct Platform {
 
 /// Reads the platform of the static ELF executable `bytes`, read from `path`.
 pub fn inspect(path: &Path, bytes: &[u8]) -> Result<Platform, ImageError> {
+    let (platform, dynamic) = inspect_any(path, bytes)?;
+    if dynamic {
+        return Err(ImageError::DynamicBinary {
+            path: path.to_owned(),
+        });
+    }
+    Ok(platform)
+}
+
+/// Reads the platform of the ELF executable `bytes`, read from `path`, static or not, and
+/// whether it asks for an interpreter (is dynamically linked).
+pub fn inspect_any(path: &Path, bytes: &[u8]) -> Result<(Platform, bool), ImageError> {
     let elf = Elf::parse(bytes).ok_or_else(|| ImageError::NotElf {
         path: path.to_owned(),
     })?;
@@ -40,15 +52,14 @@ pub fn inspect(path: &Path, bytes: &[u8]) -> Result<Platform, ImageError> {
             })
         }
     };
-    if elf.program_types().any(|kind| kind == Some(PT_INTERP)) {
-        return Err(ImageError::DynamicBinary {
-            path: path.to_owned(),
-        });
-    }
-    Ok(Platform {
-        os: "linux",
-        architecture,
-    })
+    let dynamic = elf.program_types().any(|kind| kind == Some(PT_INTERP));
+    Ok((
+        Platform {
+            os: "linux",
+            architecture,
+        },
+        dynamic,
+    ))
 }
 
 /// The few ELF header fields this module needs.

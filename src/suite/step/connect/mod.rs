@@ -225,8 +225,20 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
                 from.sandbox
             ))
         })?;
-    netns::place_of(std::path::Path::new(&path))
-        .map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, chain(&err))))
+    let place = netns::place_of(std::path::Path::new(&path));
+    // A harness in a pod of its own (deploy/) does not see the runtime's netns directory, but
+    // with the node's PID namespace it sees the sandbox's process, whose namespace is the same.
+    let place = match (place, sandbox_pid(&status.info)) {
+        (Err(_), Some(pid)) => netns::place_of(std::path::Path::new(&format!("/proc/{pid}/ns/net"))),
+        (place, _) => place,
+    };
+    place.map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, chain(&err))))
+}
+
+/// The sandbox's process id from a verbose status (containerd's `info.pid`), if it names one.
+fn sandbox_pid(info: &std::collections::BTreeMap<String, String>) -> Option<u64> {
+    let details: serde_json::Value = serde_json::from_str(info.get("info")?).ok()?;
+    details.get("pid")?.as_u64().filter(|&pid| pid > 0)
 }
 
 /// An error with its sources, one clause each.
@@ -366,6 +378,16 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
+
+    #[rstest]
+    #[case::containerd_names_the_pause_pid(r#"{"pid":4242,"runtimeSpec":{}}"#, Some(4242))]
+    #[case::a_stopped_sandbox_has_pid_zero(r#"{"pid":0}"#, None)]
+    #[case::no_pid(r#"{"runtimeSpec":{}}"#, None)]
+    #[case::not_json("nope", None)]
+    fn the_sandbox_pid_comes_from_the_verbose_info(#[case] json: &str, #[case] pid: Option<u64>) {
+        let info = std::collections::BTreeMap::from([("info".to_owned(), json.to_owned())]);
+        assert_eq!(sandbox_pid(&info), pid);
+    }
 
     fn step(yaml: &str) -> Connect {
         serde_saphyr::from_str(yaml).unwrap()
