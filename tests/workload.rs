@@ -3,8 +3,10 @@
 //! `cri-harness pod apply` with deploy/daemonset.yaml's own pod spec (only the socket path,
 //! host directories, image and node name put in for this machine), runs the suites against the
 //! containerd that runs it, and writes its report to a host directory. Two such pods, one
-//! after the other, give two reports (merged with `report merge` when the binary has it). Each
-//! pod is deleted with `pod delete`, and nothing of it or of its run may be left.
+//! after the other, give two reports: the first is read back from its host directory, the second
+//! from the pod's own log (its final JSON line, in the CRI log file containerd wrote), and
+//! `report merge` must find both nodes in them. Each pod is deleted with `pod delete`, and
+//! nothing of it or of its run may be left.
 //!
 //! Needs root and `CONTAINER_RUNTIME_ENDPOINT` (ci/containerd.sh up), skopeo and nsenter.
 //! Without the endpoint it prints a skip line, except under CI=true, where it fails.
@@ -66,8 +68,6 @@ fn build_image(binary: &Path, dir: &Path) -> String {
         .arg(binary)
         .arg("--snapshots")
         .arg(repo.join("snapshots"))
-        .arg("--fixtures")
-        .arg(repo.join("tests/fixtures"))
         .args(["--tag", "localhost/cri-harness/cri-harness:workload"]));
     let stdout = String::from_utf8(output.stdout).unwrap();
     stdout
@@ -107,13 +107,7 @@ fn push(layout: &Path, netns: &Path, tag: &str) {
 /// The DaemonSet's pod template as a Pod on this machine: the test's socket, image, host
 /// directories (each at the same path inside, as the manifest has it) and a fixed node name
 /// for the Downward API field `pod apply` cannot resolve.
-fn pod_from_daemonset(
-    name: &str,
-    image: &str,
-    socket: &Path,
-    scratch: &Path,
-    supports_report_line: bool,
-) -> Pod {
+fn pod_from_daemonset(name: &str, image: &str, socket: &Path, scratch: &Path) -> Pod {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/daemonset.yaml"),
     )
@@ -150,13 +144,6 @@ fn pod_from_daemonset(
         for (from, to) in &host_paths {
             *arg = arg.replace(from, &to.to_string_lossy());
         }
-    }
-    if !supports_report_line {
-        container
-            .args
-            .as_mut()
-            .unwrap()
-            .retain(|a| a != "--report-line");
     }
     for var in container.env.iter_mut().flatten() {
         match var.name.as_str() {
@@ -236,6 +223,23 @@ fn await_report(path: &Path) -> Value {
     }
 }
 
+/// The one container log file under a pod log root (`<pod dir>/<container>/<n>.log`).
+fn container_log(pods: &Path) -> PathBuf {
+    let mut found = Vec::new();
+    for pod in std::fs::read_dir(pods).unwrap() {
+        for container in std::fs::read_dir(pod.unwrap().path()).unwrap() {
+            let container = container.unwrap().path();
+            if container.is_dir() {
+                for log in std::fs::read_dir(&container).unwrap() {
+                    found.push(log.unwrap().path());
+                }
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "one container log: {found:?}");
+    found.remove(0)
+}
+
 fn outcomes(report: &Value, outcome: &str) -> Vec<String> {
     report["cases"]
         .as_array()
@@ -244,14 +248,6 @@ fn outcomes(report: &Value, outcome: &str) -> Vec<String> {
         .filter(|case| case["outcome"] == outcome)
         .map(|case| format!("{}/{}", case["suite"], case["case"]))
         .collect()
-}
-
-fn help_mentions(binary: &Path, args: &[&str], needle: &str) -> bool {
-    Command::new(binary)
-        .args(args)
-        .arg("--help")
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(needle))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,19 +294,13 @@ async fn the_image_runs_the_suites_as_a_daemonset_pod_on_containerd_twice() {
     let client = cri::connect(&parsed, &parsed, &ConnectOptions::default())
         .await
         .unwrap();
-    let report_line = help_mentions(&binary, &["run"], "--report-line");
-    if !report_line {
-        note(format_args!(
-            "note: this binary has no `run --report-line` yet; the pods run without it"
-        ));
-    }
     let mut reports = Vec::new();
     for name in ["one", "two"] {
         let run_started = Instant::now();
         let dir = scratch.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         share(&dir.join("work"));
-        let pod = pod_from_daemonset(name, &image, &socket, &dir, report_line);
+        let pod = pod_from_daemonset(name, &image, &socket, &dir);
         let manifest = dir.join("pod.json");
         std::fs::write(&manifest, serde_json::to_vec_pretty(&pod).unwrap()).unwrap();
         let pod_cli = |verb: &str| {
@@ -334,6 +324,9 @@ async fn the_image_runs_the_suites_as_a_daemonset_pod_on_containerd_twice() {
         let report = await_report(&results);
         let run_time = run_started.elapsed();
 
+        // The second pod's report is taken from its log, as a collector reading pod logs would.
+        let log = scratch.path().join(format!("pod-{name}.log"));
+        std::fs::copy(container_log(&dir.join("root/pods")), &log).unwrap();
         leftovers.delete = None;
         run(&mut pod_cli("delete"));
         unshare(&dir.join("work"));
@@ -367,24 +360,34 @@ async fn the_image_runs_the_suites_as_a_daemonset_pod_on_containerd_twice() {
             run_time.as_secs_f64(),
             report["duration"].as_f64().unwrap_or_default()
         ));
-        reports.push(results);
+        if name == "one" {
+            reports.push(results);
+        } else {
+            reports.push(log);
+        }
     }
 
-    if help_mentions(&binary, &["report", "merge"], "--out") {
-        let out = scratch.path().join("merged");
-        run(support::harness()
-            .args(["report", "merge"])
-            .args(&reports)
-            .arg("--out")
-            .arg(&out));
-        assert!(
-            out.read_dir().unwrap().next().is_some(),
-            "merge wrote nothing"
-        );
-    } else {
-        note(format_args!(
-            "note: this binary has no `report merge` yet; the two reports were not merged"
-        ));
+    let out = scratch.path().join("merged");
+    run(support::harness()
+        .args(["report", "merge"])
+        .args(&reports)
+        .arg("--out")
+        .arg(&out));
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("merged.json")).unwrap()).unwrap();
+    let nodes: Vec<&str> = merged["nodes"]
+        .as_array()
+        .expect("merged.json lists nodes")
+        .iter()
+        .filter_map(|node| node["name"].as_str())
+        .collect();
+    assert_eq!(
+        nodes,
+        ["workload-node-one", "workload-node-two"],
+        "{merged:#}"
+    );
+    for file in ["junit.xml", "index.html"] {
+        assert!(out.join(file).is_file(), "merge wrote no {file}");
     }
     let _ = client.remove_image(&image).await;
     note(format_args!(

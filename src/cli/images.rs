@@ -53,9 +53,6 @@ enum ImagesCommand {
         /// The snapshot tree shipped at /snapshots (`none`: no snapshots)
         #[arg(long, value_name = "DIR", default_value = "snapshots")]
         snapshots: PathBuf,
-        /// The suites' fixture files, shipped at /tests/fixtures (`none`: none)
-        #[arg(long, value_name = "DIR", default_value = "tests/fixtures")]
-        fixtures: PathBuf,
         /// The source revision for the `org.opencontainers.image.revision` label (left out
         /// when not given, so the digest depends on the inputs alone)
         #[arg(long, value_name = "REV")]
@@ -127,7 +124,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             binary,
             tag,
             snapshots,
-            fixtures,
             revision,
         } => {
             let binary = match binary {
@@ -137,7 +133,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let spec = images::HarnessSpec {
                 binary,
                 snapshots: (snapshots != Path::new("none")).then_some(snapshots),
-                fixtures: (fixtures != Path::new("none")).then_some(fixtures),
                 reference: tag,
                 revision,
             };

@@ -15,9 +15,6 @@ use super::{Descriptor, ImageError};
 
 /// Where the binary lives in the image (and the config's entry point).
 pub const HARNESS_BINARY: &str = "/cri-harness";
-/// Where the suites' fixture files live in the image: the embedded suites name them relative
-/// to the repository (`file: tests/fixtures/...`), and the image's working directory is `/`.
-pub const HARNESS_FIXTURES: &str = "/tests/fixtures";
 /// Where the reference snapshots live in the image: `run --snapshot-dir /snapshots`.
 pub const HARNESS_SNAPSHOTS: &str = "/snapshots";
 /// The reference `images harness` tags the image with when given none.
@@ -37,8 +34,6 @@ pub struct HarnessSpec {
     pub binary: PathBuf,
     /// The snapshot tree to ship (the repository's `snapshots/`), if any.
     pub snapshots: Option<PathBuf>,
-    /// The fixture files the suites name (the repository's `tests/fixtures/`), if any.
-    pub fixtures: Option<PathBuf>,
     /// The reference the index names (`host/path:tag`).
     pub reference: String,
     /// The source revision for the revision label (left out when `None`, so an unknown
@@ -60,7 +55,7 @@ pub struct BuiltHarness {
     /// The one uncompressed layer.
     pub layer: Descriptor,
     /// Every file in the layer but the snapshots (absolute paths), in archive order: the
-    /// binary, its interpreter and its libraries (the fixtures are not counted either).
+    /// binary, its interpreter and its libraries.
     pub runtime_files: Vec<String>,
     /// How many snapshot files the layer holds.
     pub snapshot_files: usize,
@@ -107,11 +102,6 @@ pub fn build_harness_with(
     if let Some(snapshots) = &spec.snapshots {
         tree.directory(relative(HARNESS_SNAPSHOTS), 0o755);
         snapshot_files = add_tree(&mut tree, snapshots, relative(HARNESS_SNAPSHOTS))?;
-    }
-    if let Some(fixtures) = &spec.fixtures {
-        tree.directory("tests", 0o755);
-        tree.directory(relative(HARNESS_FIXTURES), 0o755);
-        add_tree(&mut tree, fixtures, relative(HARNESS_FIXTURES))?;
     }
     runtime_files.sort();
 
@@ -214,7 +204,6 @@ mod tests {
         HarnessSpec {
             binary,
             snapshots,
-            fixtures: None,
             reference: "localhost/cri-harness/cri-harness:test".to_owned(),
             revision: None,
         }

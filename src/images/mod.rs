@@ -13,7 +13,7 @@ mod tar;
 use std::path::PathBuf;
 
 pub use harness::{
-    build_harness, build_harness_with, BuiltHarness, HarnessSpec, HARNESS_BINARY, HARNESS_FIXTURES,
+    build_harness, build_harness_with, BuiltHarness, HarnessSpec, HARNESS_BINARY,
     HARNESS_REFERENCE, HARNESS_SNAPSHOTS, REVISION_LABEL, VERSION_LABEL,
 };
 pub use loader::{dependencies, runtime_files, Dependencies, RuntimeFile, SearchPath};
