@@ -403,15 +403,7 @@ impl CriClient {
         &self,
         container_id: &str,
     ) -> Result<v1::ContainerStatusResponse, CallError> {
-        let mut client = self.runtime.clone();
-        let request = v1::ContainerStatusRequest {
-            container_id: container_id.to_owned(),
-            verbose: false,
-        };
-        self.call("ContainerStatus", request, |r| async move {
-            client.container_status(r).await
-        })
-        .await
+        self.container_status_as(container_id, false).await
     }
 
     /// `RuntimeService/ContainerStatus` with `verbose`: the status and the runtime's `info`
@@ -420,10 +412,18 @@ impl CriClient {
         &self,
         container_id: &str,
     ) -> Result<v1::ContainerStatusResponse, CallError> {
+        self.container_status_as(container_id, true).await
+    }
+
+    async fn container_status_as(
+        &self,
+        container_id: &str,
+        verbose: bool,
+    ) -> Result<v1::ContainerStatusResponse, CallError> {
         let mut client = self.runtime.clone();
         let request = v1::ContainerStatusRequest {
             container_id: container_id.to_owned(),
-            verbose: true,
+            verbose,
         };
         self.call("ContainerStatus", request, |r| async move {
             client.container_status(r).await

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::model::{runtime_label, Merged};
+use super::model::{runtime_label, Merged, Totals};
 use super::read::Outcome;
 use crate::report::ReportError;
 
@@ -22,15 +22,6 @@ struct Data<'a> {
     strings: Vec<&'a str>,
     groups: Vec<GroupData<'a>>,
     nodes: Vec<NodeData<'a>>,
-}
-
-#[derive(Serialize)]
-struct Totals {
-    nodes: usize,
-    cases: usize,
-    passed: usize,
-    failed: usize,
-    skipped: usize,
 }
 
 #[derive(Serialize)]
@@ -133,13 +124,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
         .collect();
     warnings.extend(merged.unread.iter().map(|(_, why)| why.clone()));
     let data = Data {
-        totals: Totals {
-            nodes: merged.nodes.len(),
-            cases: merged.cases.len(),
-            passed: merged.count(Outcome::Passed),
-            failed: merged.count(Outcome::Failed),
-            skipped: merged.count(Outcome::Skipped),
-        },
+        totals: Totals::of(merged),
         warnings,
         cases: (0..merged.cases.len())
             .map(|i| merged.case_name(i))

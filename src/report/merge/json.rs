@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::model::{Duplicate, Group, Merged};
+use super::model::{Duplicate, Group, Merged, Totals};
 use super::read::Outcome;
 use crate::report::node::Node;
 use crate::report::ReportError;
@@ -17,15 +17,6 @@ struct Document<'a> {
     summary: Vec<GroupView<'a>>,
     duplicates: &'a [Duplicate],
     unread: Vec<Unread<'a>>,
-}
-
-#[derive(Serialize)]
-struct Totals {
-    nodes: usize,
-    cases: usize,
-    passed: usize,
-    failed: usize,
-    skipped: usize,
 }
 
 #[derive(Serialize)]
@@ -71,13 +62,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
         .map(|i| merged.case_name(i))
         .collect();
     let document = Document {
-        totals: Totals {
-            nodes: merged.nodes.len(),
-            cases: merged.cases.len(),
-            passed: merged.count(Outcome::Passed),
-            failed: merged.count(Outcome::Failed),
-            skipped: merged.count(Outcome::Skipped),
-        },
+        totals: Totals::of(merged),
         nodes: merged
             .nodes
             .iter()

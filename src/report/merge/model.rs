@@ -191,7 +191,7 @@ impl Merged {
             duplicates,
             unread: unread
                 .into_iter()
-                .map(|err| (err.path().to_owned(), error_chain(&err)))
+                .map(|err| (err.path().to_owned(), crate::suite::step::error_chain(&err)))
                 .collect(),
         }
     }
@@ -208,16 +208,32 @@ impl Merged {
     }
 }
 
-/// The error and its causes on one line.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// The merge's counts, as the JSON and the page open with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Totals {
+    /// Nodes merged.
+    pub nodes: usize,
+    /// Distinct cases over all nodes.
+    pub cases: usize,
+    /// Passed cells.
+    pub passed: usize,
+    /// Failed cells.
+    pub failed: usize,
+    /// Skipped cells.
+    pub skipped: usize,
+}
+
+impl Totals {
+    /// The counts of `merged`.
+    pub fn of(merged: &Merged) -> Self {
+        Self {
+            nodes: merged.nodes.len(),
+            cases: merged.cases.len(),
+            passed: merged.count(Outcome::Passed),
+            failed: merged.count(Outcome::Failed),
+            skipped: merged.count(Outcome::Skipped),
+        }
     }
-    text
 }
 
 /// The name each report is shown under, and the names more than one report had.

@@ -197,7 +197,7 @@ async fn node(world: &World) -> Result<Place, StepError> {
         .and_then(|e| e.unix_path().map(ToOwned::to_owned));
     match endpoint {
         Some(socket) => netns::node_of(&socket)
-            .map_err(|err| StepError::Unsupported(format!("connect: {}", chain(&err)))),
+            .map_err(|err| StepError::Unsupported(format!("connect: {}", super::exec::chain(&err)))),
         // A runtime over TCP is on another machine or here; its namespace cannot be learnt.
         None => Ok(Place::Here),
     }
@@ -232,7 +232,7 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
         (Err(_), Some(pid)) => netns::place_of(std::path::Path::new(&format!("/proc/{pid}/ns/net"))),
         (place, _) => place,
     };
-    place.map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, chain(&err))))
+    place.map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, super::exec::chain(&err))))
 }
 
 /// The sandbox's process id from a verbose status (containerd's `info.pid`), if it names one.
@@ -241,17 +241,6 @@ fn sandbox_pid(info: &std::collections::BTreeMap<String, String>) -> Option<u64>
     details.get("pid")?.as_u64().filter(|&pid| pid > 0)
 }
 
-/// An error with its sources, one clause each.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
 
 /// One connection: connect, send, read until the server closes or `budget` is spent.
 async fn try_once(
@@ -263,7 +252,7 @@ async fn try_once(
     let handshake = budget.min(HANDSHAKE);
     let connected = netns::connect(place, addr, handshake)
         .await
-        .map_err(|err| StepError::Unsupported(format!("connect: {}", chain(&err))))?;
+        .map_err(|err| StepError::Unsupported(format!("connect: {}", super::exec::chain(&err))))?;
     let mut stream = match connected {
         Ok(stream) => stream,
         Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => return Ok(Try::Refused),
