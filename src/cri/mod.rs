@@ -18,7 +18,7 @@ pub use endpoint::{
 };
 pub use namespaces::namespace_options;
 pub use summary::RequestSummary;
-pub use verbose::{sandbox_netns, SandboxNetns};
+pub use verbose::{process_id, sandbox_netns, SandboxNetns};
 
 /// Generated code, nested by protobuf package so the control schema's references to
 /// `runtime.v1` resolve; use it through [`v1`] and `mock::control_api`.

@@ -1,6 +1,7 @@
 //! Runtime details that CRI v1 only carries in verbose status answers (`info["info"]`, a JSON
-//! document whose shape is the runtime's own). Read here once, for the manager's `get_netns`
-//! and the runner's network checks, in containerd's shape (which the mock also answers in).
+//! document whose shape is the runtime's own). Read here once, for the manager's `get_netns`,
+//! the runner's network checks and the steps that need a process id (`connect` from a pod,
+//! `stop_container`), in containerd's shape (which the mock also answers in).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,15 @@ pub struct SandboxNetns {
     /// `netNamespaceClosed`: whether the runtime has released the namespace; `None` when the
     /// runtime does not say.
     pub closed: Option<bool>,
+}
+
+/// The process id a verbose PodSandboxStatus or ContainerStatus `info` map names (containerd's
+/// `pid`: the pause process of a sandbox, the first process of a container); `None` when it
+/// names none, or 0 (the process has ended).
+pub fn process_id(info: &BTreeMap<String, String>) -> Option<u32> {
+    let details: serde_json::Value = serde_json::from_str(info.get(INFO_KEY)?).ok()?;
+    let pid = details.get("pid")?.as_u64()?;
+    u32::try_from(pid).ok().filter(|&pid| pid > 0)
 }
 
 /// Parses the network namespace details of a verbose PodSandboxStatus `info` map; `None` when

@@ -60,7 +60,7 @@ async fn await_term_trap(client: &CriClient, id: &str) {
     let Ok(answer) = client.container_status_verbose(id).await else {
         return;
     };
-    let Some(pid) = answer.info.get("info").and_then(|info| first_pid(info)) else {
+    let Some(pid) = crate::cri::process_id(&answer.info) else {
         return;
     };
     let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
@@ -83,13 +83,6 @@ async fn await_term_trap(client: &CriClient, id: &str) {
         }
     }
     tracing::warn!(container = id, "its first process did not set its TERM trap in time");
-}
-
-/// The `pid` of containerd's verbose `info` JSON.
-fn first_pid(info: &str) -> Option<u32> {
-    let value: serde_json::Value = serde_json::from_str(info).ok()?;
-    let pid = value.get("pid")?.as_u64()?;
-    u32::try_from(pid).ok().filter(|&pid| pid > 0)
 }
 
 /// Whether a NUL-separated command line sets a trap on TERM (`trap '...' TERM`).
@@ -140,6 +133,7 @@ mod tests {
     #[case::exited(r#"{"pid":0}"#, None)]
     #[case::not_json("pid=12", None)]
     fn the_pid_is_read_from_the_verbose_info(#[case] info: &str, #[case] pid: Option<u32>) {
-        assert_eq!(first_pid(info), pid);
+        let info = std::collections::BTreeMap::from([("info".to_owned(), info.to_owned())]);
+        assert_eq!(crate::cri::process_id(&info), pid);
     }
 }

@@ -228,18 +228,13 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
     let place = netns::place_of(std::path::Path::new(&path));
     // A harness in a pod of its own (deploy/) does not see the runtime's netns directory, but
     // with the node's PID namespace it sees the sandbox's process, whose namespace is the same.
-    let place = match (place, sandbox_pid(&status.info)) {
+    let place = match (place, crate::cri::process_id(&status.info)) {
         (Err(_), Some(pid)) => netns::place_of(std::path::Path::new(&format!("/proc/{pid}/ns/net"))),
         (place, _) => place,
     };
     place.map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, super::exec::chain(&err))))
 }
 
-/// The sandbox's process id from a verbose status (containerd's `info.pid`), if it names one.
-fn sandbox_pid(info: &std::collections::BTreeMap<String, String>) -> Option<u64> {
-    let details: serde_json::Value = serde_json::from_str(info.get("info")?).ok()?;
-    details.get("pid")?.as_u64().filter(|&pid| pid > 0)
-}
 
 
 /// One connection: connect, send, read until the server closes or `budget` is spent.
@@ -373,9 +368,9 @@ mod tests {
     #[case::a_stopped_sandbox_has_pid_zero(r#"{"pid":0}"#, None)]
     #[case::no_pid(r#"{"runtimeSpec":{}}"#, None)]
     #[case::not_json("nope", None)]
-    fn the_sandbox_pid_comes_from_the_verbose_info(#[case] json: &str, #[case] pid: Option<u64>) {
+    fn the_sandbox_pid_comes_from_the_verbose_info(#[case] json: &str, #[case] pid: Option<u32>) {
         let info = std::collections::BTreeMap::from([("info".to_owned(), json.to_owned())]);
-        assert_eq!(sandbox_pid(&info), pid);
+        assert_eq!(crate::cri::process_id(&info), pid);
     }
 
     fn step(yaml: &str) -> Connect {
