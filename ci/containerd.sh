@@ -6,30 +6,84 @@
 # containerd and every pod network live in a network namespace of their own that has only a
 # loopback interface, so a misconfigured pull fails locally instead of leaving the machine.
 #
-# Usage: ci/containerd.sh up|down|env   (as root)
+# Two containerd versions, each a lane of its own that may run beside the other:
+#   1.6 (default)  containerd 1.6.20, Debian 12's package, installed on the system.
+#   1.7            containerd 1.7.24, Debian 13 ("trixie")'s package. It is never installed:
+#                  `apt-get download` fetches it through a private apt setup built from this
+#                  machine's own sources (the Debian archive URI and keyring, suite trixie;
+#                  the system's lists and cache stay untouched), and `dpkg-deb -x` unpacks it
+#                  under CRIH_CACHE, where it stays so a later `up` does not download again.
+#                  Its binaries need only glibc 2.34, but trixie's runc needs 2.38, so its runc
+#                  v2 shim (the 1.7.24 one, first on containerd's PATH) runs Debian 12's runc.
+# Each lane has its own state directory (config, root, state, socket, `opt`, runc root, CNI
+# config and IPAM), CNI bridge and network name, and pod subnet. The lanes share the network
+# namespace and the registry (one per namespace, its files in CRIH_SHARED): `up` registers the
+# lane there, `down` removes only its own lane's containerd, pods, bridge and files, and the
+# registry and the namespace go with the last lane's `down`, whichever goes first.
+# Run one `up` or `down` at a time: the lanes' bookkeeping takes no lock.
+#
+# Usage: [CRIH_CONTAINERD=1.7] ci/containerd.sh up|down|env   (as root)
 #   stdout of `up` and `env` is one line, CONTAINER_RUNTIME_ENDPOINT=unix://STATE/containerd.sock;
 #   progress goes to stderr.
-# Environment:
-#   CRIH_STATE          state directory (default /tmp/cri-harness-containerd)
-#   CRIH_REGISTRY_PORT  registry port on 127.0.0.1 (default 5000)
+# Environment (a default given as 1.6/1.7 is the lane's):
+#   CRIH_CONTAINERD     the lane: 1.6 (default) or 1.7
+#   CRIH_STATE          state directory (default /tmp/cri-harness-containerd /
+#                       /tmp/cri-harness-containerd17)
+#   CRIH_REGISTRY_PORT  registry port on 127.0.0.1 (default 5000; lanes sharing a registry
+#                       must agree)
 #   CRIH_NETNS          network namespace to run in (default cri-harness; "host" for none)
-#   CRIH_BRIDGE         CNI bridge name (default crih0)
-#   CRIH_POD_SUBNET     pod addresses (default 10.88.0.0/16, as the mock runtime's)
+#   CRIH_SHARED         the registry's files and the lanes' register (default
+#                       /tmp/cri-harness-shared-NETNS)
+#   CRIH_BRIDGE         CNI bridge name (default crih0 / crih1)
+#   CRIH_POD_SUBNET     pod addresses (default 10.88.0.0/16, as the mock runtime's /
+#                       10.89.0.0/16)
+#   CRIH_CACHE          where the 1.7 lane keeps the unpacked package (default
+#                       /var/cache/cri-harness; `down` leaves it)
 #   CRIH_BIN            cri-harness binary (default: cargo build --release, target/release)
 #   CRIH_CNI_BIN        CNI plugin directory (default /usr/lib/cni, else /opt/cni/bin)
 #   CRIH_SOCKET_UID/GID owner of the CRI socket (default: the sudo caller, else root), so a
 #                       non-root test run can reach a containerd started with sudo
 #   CRIH_LOG_DIR        `down` copies containerd's and the registry's logs here first
 #   CRIH_HANDLERS       extra RuntimeClass handlers, each an OCI runtime binary on PATH run
-#                       through the runc v2 shim (default "runsc crun"; "" for none); each is
-#                       installed from Debian if missing and named after its binary
+#                       through the runc v2 shim (default "runsc crun" / none; "" for none);
+#                       each is installed from Debian if missing and named after its binary
 set -euo pipefail
 
-STATE="${CRIH_STATE:-/tmp/cri-harness-containerd}"
+log() { printf 'containerd.sh: %s\n' "$*" >&2; }
+die() {
+    log "error: $*"
+    exit 1
+}
+
+# The lane's defaults. The CNI network name differs too: libcni caches each attachment as
+# /var/lib/cni/results/NETWORK-ID-IF whatever containerd's config says, and `down` clears its
+# own network's entries by the prefix NETWORK-, which the other lane's name must not match.
+case "${CRIH_CONTAINERD:-1.6}" in
+1.6 | 1.6.20)
+    LANE=1.6
+    DEFAULT_STATE=/tmp/cri-harness-containerd
+    DEFAULT_BRIDGE=crih0
+    DEFAULT_SUBNET=10.88.0.0/16
+    DEFAULT_HANDLERS="runsc crun"
+    CNI_NETWORK="cri-harness"
+    ;;
+1.7 | 1.7.24)
+    LANE=1.7
+    DEFAULT_STATE=/tmp/cri-harness-containerd17
+    DEFAULT_BRIDGE=crih1
+    DEFAULT_SUBNET=10.89.0.0/16
+    DEFAULT_HANDLERS=""
+    CNI_NETWORK="cri-harness17"
+    ;;
+*) die "CRIH_CONTAINERD is 1.6 or 1.7, not ${CRIH_CONTAINERD}" ;;
+esac
+
+STATE="${CRIH_STATE:-$DEFAULT_STATE}"
 PORT="${CRIH_REGISTRY_PORT:-5000}"
 NETNS="${CRIH_NETNS:-cri-harness}"
-BRIDGE="${CRIH_BRIDGE:-crih0}"
-SUBNET="${CRIH_POD_SUBNET:-10.88.0.0/16}"
+SHARED="${CRIH_SHARED:-/tmp/cri-harness-shared-$NETNS}"
+BRIDGE="${CRIH_BRIDGE:-$DEFAULT_BRIDGE}"
+SUBNET="${CRIH_POD_SUBNET:-$DEFAULT_SUBNET}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SOCK="$STATE/containerd.sock"
 ENDPOINT="unix://$SOCK"
@@ -37,13 +91,40 @@ REGISTRY="127.0.0.1:$PORT"
 SOCKET_UID="${CRIH_SOCKET_UID:-${SUDO_UID:-0}}"
 SOCKET_GID="${CRIH_SOCKET_GID:-${SUDO_GID:-0}}"
 SANDBOX_IMAGE="registry.k8s.io/pause:3.9"
-read -r -a HANDLERS <<<"${CRIH_HANDLERS-runsc crun}"
+read -r -a HANDLERS <<<"${CRIH_HANDLERS-$DEFAULT_HANDLERS}"
 # Registry host namespaces that resolve to the local registry; `_default` catches any other.
 MIRRORED_HOSTS=(registry.k8s.io docker.io _default)
 CNI_PLUGINS=(bridge host-local portmap loopback)
-CNI_NETWORK="cri-harness"
 # libcni caches each attachment's result here whatever containerd's config says.
 CNI_CACHE="/var/lib/cni/results"
+# This lane's entry in the shared register: a file named after its state directory.
+USER_ENTRY="$SHARED/users/${STATE//\//_}"
+
+# The 1.7 lane's package: Debian 13's, pinned to this upstream version whatever Debian
+# revision the archive has.
+C17_VERSION="1.7.24"
+C17_PACKAGE="containerd"
+C17_SUITE="trixie"
+C17_PREFIX="${CRIH_CACHE:-/var/cache/cri-harness}/containerd-$C17_VERSION"
+
+if [[ "$LANE" == 1.7 ]]; then
+    # Its own bin directory first on containerd's PATH, so containerd starts the 1.7.24 shim
+    # (it looks a shim up on PATH before beside itself) and not Debian 12's in /usr/bin.
+    CONTAINERD_PATH="$C17_PREFIX/usr/bin:$PATH"
+    CONTAINERD="$C17_PREFIX/usr/bin/containerd"
+else
+    CONTAINERD_PATH="$PATH"
+    CONTAINERD="containerd"
+fi
+
+# The lane's ctr (ctr speaks to either version, but `down` must work without the other's).
+ctr_bin() {
+    if [[ "$LANE" == 1.7 && -x "$C17_PREFIX/usr/bin/ctr" ]]; then
+        echo "$C17_PREFIX/usr/bin/ctr"
+    else
+        echo ctr
+    fi
+}
 
 if [[ "$NETNS" == host ]]; then
     NSPATH=""
@@ -54,12 +135,6 @@ else
     # and undo them.
     IN_NS=(nsenter "--net=$NSPATH" --)
 fi
-
-log() { printf 'containerd.sh: %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
 
 # pid from $1 if that process is alive and runs a binary named $2.
 live_pid() {
@@ -120,8 +195,11 @@ install_packages() {
     local missing=()
     # Commands rather than package names where another package may provide them (a runner
     # with Docker's containerd.io has containerd and runc, and must keep them).
-    command -v containerd >/dev/null || missing+=(containerd)
-    command -v ctr >/dev/null || missing+=(containerd)
+    if [[ "$LANE" == 1.6 ]]; then
+        command -v containerd >/dev/null || missing+=(containerd)
+        command -v ctr >/dev/null || missing+=(containerd)
+    fi
+    # Debian 12's runc serves the 1.7 lane too (trixie's needs a newer glibc).
     command -v runc >/dev/null || missing+=(runc)
     cni_bin_dir >/dev/null || missing+=(containernetworking-plugins)
     dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
@@ -143,10 +221,150 @@ install_packages() {
     fi
 }
 
+# The Debian archive this machine installs from, read from its own apt sources (one-line
+# *.list and deb822 *.sources, in apt's order): the first enabled `deb` entry for this
+# release's own suite with the main component. Prints a deb822 stanza for suite $1 of that
+# archive with the same Signed-By (a keyring path, a list of them, or an inline key), so the
+# archive key this machine trusts verifies it; Debian 12's keyring holds Debian 13's keys.
+archive_stanza() {
+    local suite="$1" codename files=()
+    # shellcheck disable=SC1091
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
+    [[ -n "$codename" ]] || die "no VERSION_CODENAME in /etc/os-release"
+    [[ -f /etc/apt/sources.list ]] && files+=(/etc/apt/sources.list)
+    local file
+    for file in /etc/apt/sources.list.d/*; do
+        [[ -f "$file" && ( "$file" == *.list || "$file" == *.sources ) ]] && files+=("$file")
+    done
+    ((${#files[@]})) || die "no apt sources in /etc/apt"
+    awk -v codename="$codename" -v suite="$suite" '
+        function has(list, word,    n, i, w) {
+            n = split(list, w, /[ \t,]+/)
+            for (i = 1; i <= n; i++) if (w[i] == word) return 1
+            return 0
+        }
+        function emit(uri, signed) {
+            print "Types: deb"
+            print "URIs: " uri
+            print "Suites: " suite
+            print "Components: main"
+            if (signed != "") print "Signed-By:" signed
+            found = 1
+            exit
+        }
+        # A deb822 stanza has ended: is it the archive?
+        function stanza(    uris) {
+            if (tolower(f["enabled"]) != "no" && has(f["types"], "deb") &&
+                has(f["suites"], codename) && has(f["components"], "main")) {
+                split(f["uris"], uris, /[ \t]+/)
+                emit(uris[1], f["signed-by"])
+            }
+            delete f
+            field = ""
+        }
+        FNR == 1 { if (field != "") stanza(); deb822 = FILENAME ~ /\.sources$/ }
+        deb822 && /^[ \t]*#/ { next }
+        deb822 && /^[ \t]*$/ { if (field != "") stanza(); next }
+        # A continuation line (an inline key) stays as it is, indented.
+        deb822 && /^[ \t]/ { if (field != "") f[field] = f[field] "\n" $0; next }
+        deb822 {
+            field = tolower($0); sub(/:.*/, "", field)
+            value = $0; sub(/^[^:]*:/, "", value)
+            # Signed-By keeps its leading space (and, for an inline key, its empty first line).
+            if (field != "signed-by") gsub(/^[ \t]+|[ \t]+$/, "", value)
+            f[field] = value
+            next
+        }
+        # One-line: deb [ options ] uri suite component...
+        {
+            sub(/#.*/, "")
+            if ($1 != "deb") next
+            options = ""
+            if (match($0, /\[[^]]*\]/)) {
+                options = substr($0, RSTART + 1, RLENGTH - 2)
+                $0 = substr($0, 1, RSTART - 1) substr($0, RSTART + RLENGTH)
+            }
+            if ($3 != codename) next
+            main = 0
+            for (i = 4; i <= NF; i++) if ($i == "main") main = 1
+            if (!main) next
+            signed = ""
+            n = split(options, o, /[ \t]+/)
+            for (i = 1; i <= n; i++) if (o[i] ~ /^signed-by=/) signed = " " substr(o[i], 11)
+            emit($2, signed)
+        }
+        END { if (!found && field != "") stanza(); if (!found) exit 1 }
+    ' "${files[@]}" ||
+        die "no Debian archive for $codename (deb, suite $codename, component main) in ${files[*]}"
+}
+
+# True if $1 is a containerd binary that runs here and reports version $C17_VERSION.
+is_containerd17() {
+    local version
+    [[ -x "$1" ]] || return 1
+    version="$("$1" --version 2>/dev/null | awk '{print $3}')" || return 1
+    [[ "${version%%~*}" == "$C17_VERSION" ]]
+}
+
+# Puts containerd $C17_VERSION from Debian's $C17_SUITE under C17_PREFIX, once: apt-get
+# download through a private source list, lists and cache (the system's apt state is not
+# touched and the package is never installed), then dpkg-deb -x.
+ensure_containerd17() {
+    if is_containerd17 "$C17_PREFIX/usr/bin/containerd" &&
+        [[ -x "$C17_PREFIX/usr/bin/containerd-shim-runc-v2" ]]; then
+        log "containerd $C17_VERSION already unpacked in $C17_PREFIX"
+        return 0
+    fi
+    local work="$C17_PREFIX.apt"
+    rm -rf "$work" "$C17_PREFIX.new"
+    # A failed fetch leaves neither the private apt state nor a partial tree.
+    # shellcheck disable=SC2064
+    trap "rm -rf '$work' '$C17_PREFIX.new'" EXIT
+    mkdir -p "$work"/{lists/partial,cache/archives/partial,download}
+    archive_stanza "$C17_SUITE" >"$work/$C17_SUITE.sources"
+    # The hooks that follow an update (AppStream, PackageKit) would refresh system caches from
+    # the system's lists; only the package index is needed.
+    cat >"$work/apt.conf" <<'EOF'
+#clear APT::Update::Post-Invoke-Success;
+#clear APT::Update::Post-Invoke;
+Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
+Acquire::Languages "none";
+EOF
+    local apt_opts=(-c "$work/apt.conf"
+        -o "Dir::Etc::SourceList=$work/$C17_SUITE.sources" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
+    log "fetching Debian $C17_SUITE's package index ($(awk '/^URIs:/ {print $2}' "$work/$C17_SUITE.sources"), side by side with the system's)"
+    apt-get "${apt_opts[@]}" -qq update --error-on=any >&2 ||
+        die "apt-get update of $C17_SUITE failed (see above)"
+    local offered version
+    offered="$(apt-cache "${apt_opts[@]}" madison "$C17_PACKAGE" | awk -F'|' '{gsub(/ /, "", $2); print $2}')"
+    version="$(grep -m1 -E "^${C17_VERSION//./\\.}~" <<<"$offered" || true)"
+    [[ -n "$version" ]] ||
+        die "Debian $C17_SUITE offers $C17_PACKAGE ${offered//$'\n'/, } but not $C17_VERSION"
+    log "downloading $C17_PACKAGE=$version"
+    # apt fetches as _apt where that user exists; it must be able to write the file.
+    if id _apt >/dev/null 2>&1; then chown _apt "$work/download"; fi
+    (cd "$work/download" && apt-get "${apt_opts[@]}" -qq download "$C17_PACKAGE=$version" >&2) ||
+        die "apt-get download $C17_PACKAGE=$version failed"
+    local deb
+    deb="$(find "$work/download" -name "${C17_PACKAGE}_*.deb" | head -1)"
+    [[ -n "$deb" ]] || die "apt-get download left no .deb in $work/download"
+    dpkg-deb -x "$deb" "$C17_PREFIX.new"
+    is_containerd17 "$C17_PREFIX.new/usr/bin/containerd" ||
+        die "the unpacked containerd does not run here or is not $C17_VERSION: $("$C17_PREFIX.new/usr/bin/containerd" --version 2>&1 || true)"
+    [[ -x "$C17_PREFIX.new/usr/bin/containerd-shim-runc-v2" ]] ||
+        die "$deb has no containerd-shim-runc-v2"
+    rm -rf "$C17_PREFIX"
+    mv "$C17_PREFIX.new" "$C17_PREFIX"
+    rm -rf "$work"
+    trap - EXIT
+    log "unpacked $("$C17_PREFIX/usr/bin/containerd" --version) in $C17_PREFIX"
+}
+
 write_configs() {
     local cni_bin="$1"
-    mkdir -p "$STATE"/{root,state,opt,runc,registry,cni/net.d,cni/ipam}
-    local handlers="" handler
+    mkdir -p "$STATE"/{root,state,opt,runc,cni/net.d,cni/ipam}
+    local handlers="" handler runc_binary="" nri=""
     for handler in "${HANDLERS[@]}"; do
         # A handler of its own name: the runc v2 shim driving that binary, with its own root
         # so `down` can find what it left.
@@ -160,6 +378,20 @@ write_configs() {
           SystemdCgroup = false
 "
     done
+    if [[ "$LANE" == 1.7 ]]; then
+        # Debian 12's runc: the 1.7.24 shim runs it (trixie's runc needs glibc 2.38).
+        local runc
+        runc="$(command -v runc)" || die "no runc on PATH"
+        "$runc" --version >/dev/null 2>&1 || die "$runc does not run here"
+        runc_binary="
+          BinaryName = \"$runc\""
+        # NRI is new in 1.7 and on by default; the harness tests CRI alone, and a plugin
+        # socket shared with another containerd would be wrong anyway.
+        nri="
+  [plugins.\"io.containerd.nri.v1.nri\"]
+    disable = true
+"
+    fi
     cat >"$STATE/config.toml" <<EOF
 # Written by ci/containerd.sh: a containerd that shares no path or socket with a system one.
 version = 2
@@ -201,7 +433,7 @@ state = "$STATE/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
         runtime_type = "io.containerd.runc.v2"
 
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]$runc_binary
           Root = "$STATE/runc"
           SystemdCgroup = false
 $handlers
@@ -212,6 +444,7 @@ $handlers
 
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = "$STATE/certs.d"
+$nri
 EOF
 
     # isGateway true gives the bridge the range's first address, so the node (the namespace
@@ -253,8 +486,34 @@ server = "http://$REGISTRY"
   capabilities = ["pull", "resolve"]
 EOF
     done
+}
 
-    cat >"$STATE/registry.yml" <<EOF
+# A state directory belongs to one lane: the other lane's `up` on it would start a second
+# containerd on the same root. One made before there were lanes is 1.6's.
+claim_state() {
+    local owner=""
+    if [[ -f "$STATE/lane" ]]; then
+        owner="$(<"$STATE/lane")"
+    elif [[ -f "$STATE/config.toml" ]]; then
+        owner=1.6
+    fi
+    [[ -z "$owner" || "$owner" == "$LANE" ]] ||
+        die "$STATE is the containerd $owner lane's; set CRIH_STATE for the $LANE lane"
+    mkdir -p "$STATE"
+    echo "$LANE" >"$STATE/lane"
+}
+
+# Enters this lane in the register of lanes that share the registry and the network namespace
+# (the state directory of each lane that is up), and writes the registry's config. The
+# registry answers on one port for all of them, in the namespace they share.
+join_shared() {
+    mkdir -p "$SHARED/users" "$SHARED/registry"
+    if [[ -f "$SHARED/port" && "$(<"$SHARED/port")" != "$PORT" ]]; then
+        die "the registry of $SHARED serves port $(<"$SHARED/port"), not $PORT: use that port, or set CRIH_SHARED and CRIH_NETNS for a registry and namespace of this lane's own"
+    fi
+    echo "$PORT" >"$SHARED/port"
+    echo "$STATE" >"$USER_ENTRY"
+    cat >"$SHARED/registry.yml" <<EOF
 version: 0.1
 log:
   level: info
@@ -262,12 +521,44 @@ log:
     service: registry
 storage:
   filesystem:
-    rootdirectory: $STATE/registry
+    rootdirectory: $SHARED/registry
   delete:
     enabled: true
 http:
   addr: $REGISTRY
 EOF
+}
+
+# Takes this lane out of the register. The last lane out stops the registry and removes the
+# network namespace and the register; a lane whose state directory is gone is not up.
+leave_shared() {
+    rm -f "$USER_ENTRY"
+    local entry others=()
+    for entry in "$SHARED"/users/*; do
+        [[ -f "$entry" ]] || continue
+        if [[ -d "$(<"$entry")" ]]; then
+            others+=("$(<"$entry")")
+        else
+            rm -f "$entry"
+        fi
+    done
+    if ((${#others[@]})); then
+        log "leaving the registry and network namespace up for ${others[*]}"
+        return 0
+    fi
+    stop_pid "$SHARED/registry.pid" docker-registry 5
+    if [[ -n "$NSPATH" ]]; then
+        # Deleting the namespace takes any veth left in it with it.
+        [[ -e "$NSPATH" ]] && { ip netns delete "$NETNS" || log "cannot delete netns $NETNS"; }
+        if [[ -e "$SHARED/netns-dir-mounted-by-us" && -z "$(ls -A /run/netns 2>/dev/null)" ]]; then
+            umount /run/netns 2>/dev/null || true
+            rmdir /run/netns 2>/dev/null || true
+        fi
+    fi
+    if [[ -d "$SHARED" ]]; then
+        rm -rf --one-file-system "$SHARED"
+        log "down: removed $SHARED"
+    fi
 }
 
 ensure_netns() {
@@ -276,7 +567,7 @@ ensure_netns() {
         # `ip netns add` makes its directory a mount point on first use; down undoes that
         # only if it was us.
         if ! mountpoint -q /run/netns 2>/dev/null; then
-            touch "$STATE/netns-dir-mounted-by-us"
+            touch "$SHARED/netns-dir-mounted-by-us"
         fi
         log "creating network namespace $NETNS (loopback only)"
         ip netns add "$NETNS"
@@ -293,25 +584,25 @@ registry_answers() {
 }
 
 start_registry() {
-    if live_pid "$STATE/registry.pid" docker-registry >/dev/null; then
+    if live_pid "$SHARED/registry.pid" docker-registry >/dev/null; then
         log "registry already running on $REGISTRY"
     else
         if registry_answers; then
             die "something else already answers on $REGISTRY; set CRIH_REGISTRY_PORT"
         fi
         log "starting docker-registry on $REGISTRY"
-        "${IN_NS[@]}" docker-registry serve "$STATE/registry.yml" \
-            </dev/null >>"$STATE/registry.log" 2>&1 &
-        echo $! >"$STATE/registry.pid"
+        "${IN_NS[@]}" docker-registry serve "$SHARED/registry.yml" \
+            </dev/null >>"$SHARED/registry.log" 2>&1 &
+        echo $! >"$SHARED/registry.pid"
         await_exec $! docker-registry
     fi
     for ((i = 0; i < 100; i++)); do
         registry_answers && return 0
-        live_pid "$STATE/registry.pid" docker-registry >/dev/null ||
-            die "docker-registry exited; see $STATE/registry.log"
+        live_pid "$SHARED/registry.pid" docker-registry >/dev/null ||
+            die "docker-registry exited; see $SHARED/registry.log"
         sleep 0.2
     done
-    die "docker-registry did not answer on $REGISTRY within 20 s; see $STATE/registry.log"
+    die "docker-registry did not answer on $REGISTRY within 20 s; see $SHARED/registry.log"
 }
 
 harness_bin() {
@@ -341,8 +632,8 @@ start_containerd() {
         return 0
     fi
     rm -f "$SOCK"
-    log "starting containerd (log: $STATE/containerd.log)"
-    "${IN_NS[@]}" containerd --config "$STATE/config.toml" \
+    log "starting containerd $LANE (log: $STATE/containerd.log)"
+    PATH="$CONTAINERD_PATH" "${IN_NS[@]}" "$CONTAINERD" --config "$STATE/config.toml" \
         </dev/null >>"$STATE/containerd.log" 2>&1 &
     echo $! >"$STATE/containerd.pid"
     await_exec $! containerd
@@ -356,7 +647,7 @@ cri_answers() {
     if "$bin" version --help 2>/dev/null | grep -q -- '--runtime-endpoint'; then
         "$bin" version -r "$ENDPOINT" >/dev/null 2>&1
     else
-        ctr --address "$SOCK" plugins ls 2>/dev/null |
+        "$(ctr_bin)" --address "$SOCK" plugins ls 2>/dev/null |
             grep -qE '^io\.containerd\.grpc\.v1[[:space:]]+cri[[:space:]].*[[:space:]]ok[[:space:]]*$'
     fi
 }
@@ -404,10 +695,13 @@ pull_images() {
 cmd_up() {
     local started=$SECONDS
     [[ $EUID -eq 0 ]] || die "run as root (containerd, CNI and network namespaces need it)"
+    claim_state
     install_packages
+    [[ "$LANE" == 1.6 ]] || ensure_containerd17
     local cni_bin bin
     cni_bin="$(cni_bin_dir)" || die "no CNI plugin directory with ${CNI_PLUGINS[*]}"
     write_configs "$cni_bin"
+    join_shared
     ensure_netns
     bin="$(harness_bin)"
     start_registry
@@ -416,14 +710,15 @@ cmd_up() {
     wait_cri "$bin"
     pull_images "$bin"
     check_registry_hosts || die "registry resolution is not hermetic"
-    log "up in $((SECONDS - started)) s; endpoint $ENDPOINT"
+    log "containerd $LANE up in $((SECONDS - started)) s; endpoint $ENDPOINT"
     echo "CONTAINER_RUNTIME_ENDPOINT=$ENDPOINT"
 }
 
 remove_pods() {
     live_pid "$STATE/containerd.pid" containerd >/dev/null || return 0
     [[ -S "$SOCK" ]] || return 0
-    local bin out id
+    local bin out id ctr
+    ctr="$(ctr_bin)"
     # The harness's own cleanup first: through CRI, so CNI releases every pod network.
     if bin="$(existing_harness_bin)"; then
         if out="$("$bin" clean -r "$ENDPOINT" 2>&1)"; then
@@ -433,13 +728,13 @@ remove_pods() {
         fi
     fi
     # Whatever is left (pods made by hand, or before `clean` existed) goes through containerd
-    # directly. That skips CNI DEL: the pod network namespaces and the bridge go with STATE
-    # and our netns below, and libcni's result cache (outside STATE) is cleared here.
-    for id in $(ctr --address "$SOCK" -n k8s.io tasks ls 2>/dev/null | awk 'NR > 1 {print $1}'); do
-        ctr --address "$SOCK" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
+    # directly. That skips CNI DEL: the pod network namespaces go with STATE and the bridge
+    # with delete_bridge below, and libcni's result cache (outside STATE) is cleared here.
+    for id in $("$ctr" --address "$SOCK" -n k8s.io tasks ls 2>/dev/null | awk 'NR > 1 {print $1}'); do
+        "$ctr" --address "$SOCK" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
     done
-    for id in $(ctr --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
-        ctr --address "$SOCK" -n k8s.io containers delete "$id" >/dev/null 2>&1 || true
+    for id in $("$ctr" --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
+        "$ctr" --address "$SOCK" -n k8s.io containers delete "$id" >/dev/null 2>&1 || true
         rm -f "$CNI_CACHE/$CNI_NETWORK-$id-"* "$CNI_CACHE/cni-loopback-$id-"*
     done
 }
@@ -471,20 +766,33 @@ stop_shims() {
     done
 }
 
-cmd_down() {
-    [[ $EUID -eq 0 ]] || die "run as root"
-    if [[ ! -d "$STATE" ]] && { [[ -z "$NSPATH" ]] || [[ ! -e "$NSPATH" ]]; }; then
-        log "nothing to remove ($STATE does not exist)"
-        return 0
+# Removes this lane's bridge and the pod ends still attached to it: the namespace may stay up
+# for the other lane, so they no longer go with it.
+delete_bridge() {
+    local ip=(ip) link
+    if [[ -n "$NSPATH" ]]; then
+        [[ -e "$NSPATH" ]] || return 0
+        ip=(ip -n "$NETNS")
     fi
-    local hermetic=0
+    "${ip[@]}" link show "$BRIDGE" >/dev/null 2>&1 || return 0
+    for link in $("${ip[@]}" -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}'); do
+        "${ip[@]}" link delete "$link" 2>/dev/null || true
+    done
+    "${ip[@]}" link delete "$BRIDGE" || log "cannot delete bridge $BRIDGE"
+}
+
+# Stops this lane's containerd, removes its pods, shims, mounts, bridge and state directory;
+# sets NOT_HERMETIC if containerd's log shows a registry host off this machine.
+NOT_HERMETIC=0
+down_lane() {
     remove_pods
     stop_pid "$STATE/containerd.pid" containerd 10
     # Checked again over the whole run, before the logs go with STATE.
-    check_registry_hosts || hermetic=1
+    check_registry_hosts || NOT_HERMETIC=1
     if [[ -n "${CRIH_LOG_DIR:-}" ]]; then
         mkdir -p "$CRIH_LOG_DIR"
-        cp "$STATE"/*.log "$CRIH_LOG_DIR"/ 2>/dev/null || true
+        # The registry's log so far, shared with the other lane if that one is up.
+        cp "$STATE"/*.log "$SHARED"/*.log "$CRIH_LOG_DIR"/ 2>/dev/null || true
         [[ -z "${SUDO_UID:-}" ]] || chown -R "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$CRIH_LOG_DIR"
     fi
     # Containers whose shim was gone: runc (or a handler's runtime) still knows them under
@@ -504,27 +812,32 @@ cmd_down() {
     stop_shims
     # Left by the shims; a system containerd recreates them when it needs them.
     rmdir /run/containerd/s /run/containerd 2>/dev/null || true
-    stop_pid "$STATE/registry.pid" docker-registry 5
     # Deepest mounts first: container rootfs, sandbox shm and netns mounts all lie under STATE.
     local mnt
     for mnt in $(awk -v s="$STATE" 'index($2, s "/") == 1 {print $2}' /proc/self/mounts | sort -r); do
         umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || log "cannot unmount $mnt"
     done
-    if [[ -n "$NSPATH" ]]; then
-        # Deleting the namespace takes the bridge and any veth with it.
-        [[ -e "$NSPATH" ]] && { ip netns delete "$NETNS" || log "cannot delete netns $NETNS"; }
-        if [[ -e "$STATE/netns-dir-mounted-by-us" && -z "$(ls -A /run/netns 2>/dev/null)" ]]; then
-            umount /run/netns 2>/dev/null || true
-            rmdir /run/netns 2>/dev/null || true
-        fi
-    elif ip link show "$BRIDGE" >/dev/null 2>&1; then
-        ip link delete "$BRIDGE" || log "cannot delete bridge $BRIDGE"
+    delete_bridge
+    rm -rf --one-file-system "$STATE"
+    log "down: removed $STATE"
+}
+
+cmd_down() {
+    [[ $EUID -eq 0 ]] || die "run as root"
+    if [[ ! -d "$STATE" && ! -d "$SHARED" ]] && { [[ -z "$NSPATH" ]] || [[ ! -e "$NSPATH" ]]; }; then
+        log "nothing to remove ($STATE does not exist)"
+        return 0
     fi
     if [[ -d "$STATE" ]]; then
-        rm -rf --one-file-system "$STATE"
+        if [[ -f "$STATE/lane" && "$(<"$STATE/lane")" != "$LANE" ]]; then
+            die "$STATE is the containerd $(<"$STATE/lane") lane's, not $LANE's"
+        fi
+        down_lane
+    else
+        log "no containerd $LANE to remove ($STATE does not exist)"
     fi
-    log "down: removed $STATE"
-    return "$hermetic"
+    leave_shared
+    return "$NOT_HERMETIC"
 }
 
 case "${1:-}" in

@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod contract;
 pub mod cri;
 pub mod images;
 pub mod manager;

@@ -49,6 +49,8 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         online: false,
         pulled_record: None,
         kubelet,
+        strict: false,
+        known: None,
     };
     // Every case under the seed's rules, then the cases that state today's kubelet under its
     // rules: between the two runs each of those passes once.

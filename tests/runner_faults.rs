@@ -64,6 +64,8 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        strict: false,
+        known: None,
     }
 }
 

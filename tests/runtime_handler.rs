@@ -44,6 +44,8 @@ fn config(
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        strict: false,
+        known: None,
     }
 }
 

@@ -42,6 +42,8 @@ async fn run_once() -> String {
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        strict: false,
+        known: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub mod bench;
 pub mod clean;
 pub mod common;
+pub mod contract;
 pub mod images;
 pub mod mock;
 pub mod pod;
@@ -75,6 +76,8 @@ enum Command {
     Pod(pod::Args),
     /// Merge many nodes' reports into one JUnit, JSON and HTML report.
     Report(report::Args),
+    /// Print the CRI contract's clauses, as docs/contract.md holds them.
+    Contract(contract::Args),
 }
 
 /// Parses the command line, runs the subcommand on a tokio runtime and maps its outcome to the
@@ -107,6 +110,7 @@ pub fn main() -> ExitCode {
             Command::Clean(args) => until_stopped(clean::run(args), &stop).await,
             Command::Pod(args) => until_stopped(pod::run(args), &stop).await,
             Command::Report(args) => until_stopped(report::run(args), &stop).await,
+            Command::Contract(args) => contract::run(&args),
         }
     });
     // Background tasks (servers, in-flight calls) must not keep the process alive.

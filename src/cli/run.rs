@@ -86,6 +86,13 @@ pub struct Args {
     /// suites once
     #[arg(long)]
     hold: bool,
+    /// Warnings (broken `should` clauses) fail the run too, not only failures and errors
+    #[arg(long)]
+    strict: bool,
+    /// Findings already reported upstream (YAML keyed by runtime name and version range): a
+    /// listed failure on a matching runtime is `known`, a listed case that passes is flagged
+    #[arg(long, value_name = "FILE")]
+    known: Option<PathBuf>,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -185,6 +192,11 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
     let pulled_record = matches!(target, Target::Endpoint { .. })
         .then(|| crate::world::pulled::record_path(&args.lease.dir(), &run_id));
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let known = args
+        .known
+        .as_deref()
+        .map(crate::contract::known::KnownFindings::read)
+        .transpose()?;
     let config = RunConfig {
         target,
         suites: loaded.suites,
@@ -204,6 +216,8 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         online: args.online,
         pulled_record,
         kubelet: args.kubelet,
+        strict: args.strict,
+        known,
     };
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);

@@ -206,8 +206,14 @@ fn stop_pod_sandbox(
     inner: &mut Inner,
     request: v1::StopPodSandboxRequest,
 ) -> Result<v1::StopPodSandboxResponse, RpcError> {
-    let key = inner.state.find_sandbox(&request.pod_sandbox_id)?;
-    stop_sandbox(inner, key);
+    // The contract makes the stop idempotent: an id that names nothing (any more) has nothing
+    // left to release, so the stop succeeds (containerd 1.6.20 answers NotFound, a bug that
+    // 1.7 fixed).
+    match inner.state.find_sandbox(&request.pod_sandbox_id) {
+        Ok(key) => stop_sandbox(inner, key),
+        Err(RpcError::SandboxNotFound { .. }) => {}
+        Err(err) => return Err(err),
+    }
     Ok(v1::StopPodSandboxResponse {})
 }
 
@@ -220,7 +226,7 @@ fn remove_pod_sandbox(
             stop_sandbox(inner, key);
             inner.state.remove_sandbox(key);
         }
-        // Removing what is already gone succeeds, as in containerd.
+        // Removing what is already gone succeeds: the contract makes removal idempotent.
         Err(RpcError::SandboxNotFound { .. }) => {}
         Err(err) => return Err(err),
     }
@@ -440,7 +446,12 @@ fn stop_container(
     request: v1::StopContainerRequest,
 ) -> Result<v1::StopContainerResponse, RpcError> {
     let now = inner.clock.now();
-    let key = inner.state.find_container(&request.container_id)?;
+    // Idempotent by the contract, as StopPodSandbox: an unknown id is already stopped.
+    let key = match inner.state.find_container(&request.container_id) {
+        Ok(key) => key,
+        Err(RpcError::ContainerNotFound { .. }) => return Ok(v1::StopContainerResponse {}),
+        Err(err) => return Err(err),
+    };
     // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
     inner.state.containers.update(key, |c| {
         stop_process(&mut c.status, now, request.timeout > 0);

@@ -49,23 +49,57 @@ pub fn human(duration: Duration) -> String {
 pub fn case_line(case: &CaseReport) -> String {
     let (word, reason) = match &case.outcome {
         CaseOutcome::Passed => ("PASS", None),
-        CaseOutcome::Failed(reason) => ("FAIL", Some(reason)),
-        CaseOutcome::Skipped(skip) => ("SKIP", Some(&skip.reason)),
+        CaseOutcome::Failed(reason) => ("FAIL", Some(reason.clone())),
+        CaseOutcome::Warning(reason) => ("WARN", Some(reason.clone())),
+        CaseOutcome::Skipped(skip) => ("SKIP", Some(skip.reason.clone())),
+        CaseOutcome::Error(reason) => ("ERROR", Some(reason.clone())),
+        CaseOutcome::Known { reason, finding } => {
+            ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
+        }
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
+    if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
+        line.push_str(&format!(" [{clause}]"));
+    }
     if let Some(reason) = reason {
         line.push(' ');
-        line.push_str(reason);
+        line.push_str(&reason);
+    }
+    if let Some(finding) = &case.finding_fixed {
+        line.push_str(&format!(
+            " (listed as a known finding, {finding}, but passed: fixed?)"
+        ));
     }
     line
 }
 
-/// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI.
-pub fn summary_line(report: &RunReport) -> String {
+/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level.
+pub fn verdict_line(report: &RunReport) -> String {
     format!(
-        "{} passed, {} failed, {} skipped",
+        "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
         report.passed(),
         report.failed(),
+        report.warnings(),
+        report.errored(),
+        report.known(),
+        report.skipped()
+    )
+}
+
+/// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
+/// `failed` counts every case that fails the run (failed and error, and warning under
+/// `--strict`); `passed` counts passes, warnings that do not fail the run and known findings.
+pub fn summary_line(report: &RunReport) -> String {
+    let warnings = report.warnings();
+    let (failing_warnings, passing_warnings) = if report.strict {
+        (warnings, 0)
+    } else {
+        (0, warnings)
+    };
+    format!(
+        "{} passed, {} failed, {} skipped",
+        report.passed() + passing_warnings + report.known(),
+        report.failed() + report.errored() + failing_warnings,
         report.skipped()
     )
 }
@@ -123,6 +157,22 @@ pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
             "if anything is left on the runtime, remove it with: {command}"
         );
     }
+    let fixed: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| c.finding_fixed.is_some())
+        .collect();
+    if !fixed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} cases listed as known findings passed; the runtime may have fixed them:",
+            fixed.len()
+        );
+        for case in fixed {
+            let _ = writeln!(out, "  {}", case.full_name());
+        }
+    }
+    let _ = writeln!(out, "{}", verdict_line(report));
     let _ = writeln!(out, "{}", summary_line(report));
     let _ = writeln!(
         out,
@@ -210,6 +260,17 @@ fn test_case(case: &CaseReport) -> TestCase {
                 .set_description(failure_text(case, reason));
             status
         }
+        CaseOutcome::Error(reason) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_type("CaseError")
+                .set_message(first_line(reason))
+                .set_description(failure_text(case, reason));
+            status
+        }
+        // A warning and a known finding do not fail the run: the test case passes, and what
+        // broke is told in its standard output (below).
+        CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -226,10 +287,41 @@ fn test_case(case: &CaseReport) -> TestCase {
         .insert("file".into(), case.source.as_str().into());
     test.extra
         .insert("line".into(), case.line.to_string().into());
+    // Test cases carry no properties in that schema; standard output is where a reader of
+    // the case looks.
+    let mut out = Vec::new();
     if let Some(environment) = case.environment {
-        // Test cases carry no properties in that schema; standard output is where a reader
-        // of the case looks.
-        test.set_system_out(format!("environment-dependent: {environment}"));
+        out.push(format!("environment-dependent: {environment}"));
+    }
+    match &case.outcome {
+        CaseOutcome::Warning(reason) => out.push(format!(
+            "verdict: warning [{}]: {reason}",
+            case.clause.as_deref().unwrap_or("-")
+        )),
+        CaseOutcome::Known { reason, finding } => out.push(format!(
+            "verdict: known [{}] finding {finding}: {reason}",
+            case.clause.as_deref().unwrap_or("-")
+        )),
+        CaseOutcome::Failed(_) => {
+            if let Some(clause) = &case.clause {
+                out.push(format!("clause: {clause}"));
+            }
+        }
+        _ => {}
+    }
+    for note in &case.notes {
+        out.push(format!(
+            "{} [{}]: {}",
+            note.level, note.clause, note.message
+        ));
+    }
+    if let Some(finding) = &case.finding_fixed {
+        out.push(format!(
+            "listed as known finding {finding} but passed: the runtime may have fixed it"
+        ));
+    }
+    if !out.is_empty() {
+        test.set_system_out(out.join("\n"));
     }
     test
 }
@@ -266,6 +358,9 @@ mod tests {
             outcome,
             duration: Duration::from_micros(1_200),
             snapshot: None,
+            clause: None,
+            notes: Vec::new(),
+            finding_fixed: None,
             environment: None,
             unreachable: false,
         }
@@ -289,6 +384,8 @@ mod tests {
                 runtime_name: Some("containerd".into()),
                 runtime_version: Some("v1.6.38".into()),
             },
+            strict: false,
+            known_findings: None,
         }
     }
 

@@ -6,6 +6,8 @@ pub use crate::world::{
     is_transport, namespace, pod_uid, ContainerRef, SandboxRef, StepError, World, DEFAULT_COMMAND,
 };
 
+use super::Note;
+use crate::contract::{self, Level};
 use crate::cri::CriClient;
 use crate::suite::Case;
 
@@ -21,6 +23,12 @@ pub(crate) struct StepFailure {
     /// The CRI method the step called that the runtime answered Unimplemented, if that is
     /// why it failed.
     pub unimplemented: Option<&'static str>,
+    /// The `must` clause the step's expectation broke.
+    pub clause: Option<String>,
+    /// The step makes no expectation: a setup that could not be made.
+    pub setup: bool,
+    /// What the runtime does not expose that a probe needed (the case skips).
+    pub lacks: Option<String>,
 }
 
 /// A case in progress.
@@ -28,6 +36,7 @@ pub(crate) struct CaseRun<'a> {
     case: &'a Case,
     world: World,
     current: usize,
+    notes: Vec<Note>,
 }
 
 impl<'a> CaseRun<'a> {
@@ -36,6 +45,7 @@ impl<'a> CaseRun<'a> {
             case,
             world: World::new(env, run_id, case_no, &case.mentioned_pods, &case.pods),
             current: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -64,19 +74,57 @@ impl<'a> CaseRun<'a> {
         self.world.redact(text)
     }
 
-    /// Runs every step in order; stops at the first failure.
+    /// The expectations below `must` that did not hold so far.
+    pub(crate) fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Runs every step in order. A broken expectation at `should` or `observed` level is
+    /// noted and the case goes on; anything else stops it at that step.
     pub(crate) async fn run(&mut self) -> Result<(), StepFailure> {
         let case = self.case;
         for (index, step) in case.steps.iter().enumerate() {
             self.current = index;
-            if let Err(err) = step.run(&mut self.world).await {
-                return Err(StepFailure {
-                    index,
-                    message: self.world.redact(&err.to_string()),
-                    transport: err.is_transport(),
-                    unimplemented: err.unimplemented(),
+            let result = step.run(&mut self.world).await;
+            for what in self.world.take_observations() {
+                self.notes.push(Note {
+                    clause: case.clause_of(index).unwrap_or("-").to_owned(),
+                    level: Level::Observed,
+                    message: format!("step {} `{}`: {what}", index + 1, step.name()),
                 });
             }
+            let Err(err) = result else {
+                continue;
+            };
+            let message = self.world.redact(&err.to_string());
+            let expects = case.expects(index);
+            let clause = case.clause_of(index).filter(|_| expects);
+            let level = clause.map_or(Level::Must, contract::level);
+            // A runtime that did not answer, or lacks the call, broke no lesser clause.
+            let answered = !err.is_transport()
+                && err.unimplemented().is_none()
+                && !matches!(err, StepError::RuntimeLacks(_));
+            if let (Some(clause), Level::Should | Level::Observed, true) = (clause, level, answered)
+            {
+                self.notes.push(Note {
+                    clause: clause.to_owned(),
+                    level,
+                    message: format!("step {} `{}`: {message}", index + 1, step.name()),
+                });
+                continue;
+            }
+            return Err(StepFailure {
+                index,
+                message,
+                transport: err.is_transport(),
+                unimplemented: err.unimplemented(),
+                clause: clause.map(str::to_owned),
+                setup: !expects,
+                lacks: match &err {
+                    StepError::RuntimeLacks(what) => Some(what.clone()),
+                    _ => None,
+                },
+            });
         }
         Ok(())
     }

@@ -104,6 +104,10 @@ pub struct RunConfig {
     /// The kubelet whose rules the managers follow (`--kubelet`); a case that states another
     /// is skipped.
     pub kubelet: KubeletProfile,
+    /// Warnings (broken `should` clauses) fail the run too (`--strict`).
+    pub strict: bool,
+    /// Listed findings (`--known FILE`): a listed failure on a matching runtime is `known`.
+    pub known: Option<crate::contract::known::KnownFindings>,
 }
 
 /// Where cases make host files unless told otherwise: `cri-harness` in the system's temporary
@@ -136,15 +140,28 @@ pub fn valid_run_id(id: &str) -> bool {
 /// and cleaned up, and a run still connecting stops connecting.
 pub type Interrupt = CancellationToken;
 
-/// How a case ended.
+/// How a case ended: its verdict. Only `Failed` and `Error` fail a run (and `Warning` under
+/// `--strict`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaseOutcome {
-    /// Every step and its expectations held, cleanup left nothing, the snapshot matches.
+    /// Every step and its expectations held, cleanup left nothing, the reference matches.
     Passed,
-    /// Why it failed.
+    /// A `must` clause was broken: why.
     Failed(String),
+    /// Only `should` clauses were broken: why. The kubelet copes, so the run does not fail
+    /// unless `--strict`.
+    Warning(String),
     /// Why it did not run.
     Skipped(Skip),
+    /// A setup step or the harness failed, so there is no verdict on the runtime: the cause.
+    Error(String),
+    /// It failed (or errored) as a listed finding says it does on this runtime.
+    Known {
+        /// Why it failed, as it would have been reported.
+        reason: String,
+        /// The finding's upstream reference (an issue or the fixing commit).
+        finding: String,
+    },
 }
 
 impl CaseOutcome {
@@ -195,11 +212,17 @@ impl Serialize for CaseOutcome {
         enum Wire<'a> {
             Passed,
             Failed { reason: &'a str },
+            Warning { reason: &'a str },
             Skipped { reason: &'a str, skip: SkipWhy },
+            Error { reason: &'a str },
+            Known { reason: &'a str, finding: &'a str },
         }
         match self {
             CaseOutcome::Passed => Wire::Passed,
             CaseOutcome::Failed(reason) => Wire::Failed { reason },
+            CaseOutcome::Warning(reason) => Wire::Warning { reason },
+            CaseOutcome::Error(reason) => Wire::Error { reason },
+            CaseOutcome::Known { reason, finding } => Wire::Known { reason, finding },
             CaseOutcome::Skipped(skip) => Wire::Skipped {
                 reason: &skip.reason,
                 skip: skip.why,
@@ -240,6 +263,17 @@ pub struct CaseReport {
     pub duration: Duration,
     /// Its snapshot, when it got that far and makes manager calls.
     pub snapshot: Option<SnapshotReport>,
+    /// The contract clause the verdict rests on: the broken expectation's, for a failure or
+    /// a warning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clause: Option<String>,
+    /// Expectations at `should` and `observed` level that did not hold, each with its clause:
+    /// recorded whatever the verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+    /// A listed finding for this case that did not show: the runtime may have fixed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding_fixed: Option<String>,
     /// What makes its result depend on the machine rather than the runtime, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub environment: Option<&'static str>,
@@ -283,6 +317,22 @@ pub struct RunReport {
     pub duration: Duration,
     /// The node it ran on and the runtime's Version answer, so merged fleet reports can group.
     pub node: crate::report::node::Node,
+    /// Warnings fail the run too (`--strict`).
+    pub strict: bool,
+    /// The findings file the run applied (`--known`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known_findings: Option<String>,
+}
+
+/// An expectation below `must` that did not hold: recorded, and a warning for `should`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// The clause.
+    pub clause: String,
+    /// Its level.
+    pub level: crate::contract::Level,
+    /// Where and what, in suite terms.
+    pub message: String,
 }
 
 impl RunReport {
@@ -305,9 +355,30 @@ impl RunReport {
         self.count(|o| matches!(o, CaseOutcome::Skipped(_)))
     }
 
-    /// No failure, no bad suite file, not aborted or interrupted.
+    /// Cases that broke only `should` clauses.
+    pub fn warnings(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Warning(_)))
+    }
+
+    /// Cases whose setup or the harness failed.
+    pub fn errored(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Error(_)))
+    }
+
+    /// Cases that failed as a listed finding says.
+    pub fn known(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Known { .. }))
+    }
+
+    /// No failure or error (nor warning under `--strict`), no bad suite file, not aborted or
+    /// interrupted.
     pub fn success(&self) -> bool {
-        self.failed() == 0 && self.errors.is_empty() && self.aborted.is_none() && !self.interrupted
+        self.failed() == 0
+            && self.errored() == 0
+            && (!self.strict || self.warnings() == 0)
+            && self.errors.is_empty()
+            && self.aborted.is_none()
+            && !self.interrupted
     }
 }
 
@@ -372,6 +443,8 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         interrupted: false,
         duration: Duration::ZERO,
         node: crate::report::node::Node::read(None),
+        strict: config.strict,
+        known_findings: config.known.as_ref().map(|k| k.source.clone()),
     };
     let client = match &config.target {
         Target::Mock => {
@@ -425,6 +498,13 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         .collect()
         .await;
     cases.sort_by_key(|c| c.number);
+    if let Some(known) = &shared.config.known {
+        let runtime = &report.node.runtime_name;
+        let version = &report.node.runtime_version;
+        for case in &mut cases {
+            known.apply(runtime.as_deref(), version.as_deref(), case);
+        }
+    }
     report.cases = cases;
     if let Some(client) = &shared.client {
         report
@@ -479,7 +559,13 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
     if let Some(progress) = &shared.progress {
         progress(Event::Started(&case.full_name(suite)));
     }
-    let (outcome, snapshot, unreachable) = case_outcome(shared, suite, case, number).await;
+    let Outcome {
+        outcome,
+        snapshot,
+        unreachable,
+        clause,
+        notes,
+    } = case_outcome(shared, suite, case, number).await;
     let report = CaseReport {
         suite: suite.name.clone(),
         case: case.name.clone(),
@@ -489,10 +575,17 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         outcome,
         duration: started.elapsed(),
         snapshot,
+        clause,
+        notes,
+        finding_fixed: None,
         environment: case.environment(),
         unreachable,
     };
-    if matches!(report.outcome, CaseOutcome::Failed(_)) && unreachable {
+    if matches!(
+        report.outcome,
+        CaseOutcome::Failed(_) | CaseOutcome::Error(_)
+    ) && unreachable
+    {
         let streak = shared.unreachable_streak.fetch_add(1, Ordering::SeqCst) + 1;
         if streak >= UNREACHABLE_LIMIT && shared.client.is_some() {
             let mut abort = shared.abort.lock().unwrap_or_else(PoisonError::into_inner);
@@ -512,10 +605,30 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
     report
 }
 
-type Outcome = (CaseOutcome, Option<SnapshotReport>, bool);
+/// How one case ended, before the run's findings are applied.
+struct Outcome {
+    outcome: CaseOutcome,
+    snapshot: Option<SnapshotReport>,
+    /// It ended because the runtime did not answer.
+    unreachable: bool,
+    clause: Option<String>,
+    notes: Vec<Note>,
+}
+
+impl Outcome {
+    fn of(outcome: CaseOutcome) -> Self {
+        Self {
+            outcome,
+            snapshot: None,
+            unreachable: false,
+            clause: None,
+            notes: Vec::new(),
+        }
+    }
+}
 
 async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
-    let skip = |why, reason: String| (CaseOutcome::skipped(why, reason), None, false);
+    let skip = |why, reason: String| Outcome::of(CaseOutcome::skipped(why, reason));
     if shared.interrupt.is_cancelled() {
         return skip(
             SkipWhy::NotRun,
@@ -603,7 +716,8 @@ pub async fn remove_pulled(client: &CriClient, pulled: &PulledImages) -> Vec<Str
 
 /// A fresh mock per case on its own socket, reached through the real connect path.
 async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
-    let failed = |message: String| (CaseOutcome::Failed(message), None, false);
+    // The harness could not set the mock up: no verdict on anything.
+    let failed = |message: String| Outcome::of(CaseOutcome::Error(message));
     let dir = match tempfile::Builder::new()
         .prefix("cri-harness-mock-")
         .tempdir()
@@ -647,7 +761,9 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
 }
 
 /// Runs the steps under the case timeout (or until interrupted), cleans up under its own
-/// bound, sweeps for leaks, then compares the snapshot if everything else held.
+/// bound, sweeps for leaks, then compares the snapshot if everything else held. The verdict
+/// follows the clause of the expectation that broke: a `must` fails the case, a `should`
+/// warns, an `observed` is only noted; a setup step that fails is an error of the case.
 async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env: Env) -> Outcome {
     let config = &shared.config;
     let env_dir = env.host_dir.clone();
@@ -662,31 +778,62 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             case.steps.get(index).map_or("?", |s| s.name())
         )
     };
+    // What ended the steps early: the message, whether the runtime did not answer, a lacked
+    // feature, and the clause broken (none: a setup step, so an error of the case).
+    struct Stop {
+        message: String,
+        transport: bool,
+        lacking: Option<Need>,
+        clause: Option<String>,
+        setup: bool,
+        probe_lacks: Option<String>,
+    }
     let steps = tokio::select! {
         result = tokio::time::timeout(config.case_timeout, run.run()) => match result {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(failure)) => {
-                let lacking = lacked_feature(case, failure.unimplemented);
-                Err((format!("{}: {}", at(failure.index), failure.message), failure.transport, lacking))
+            Ok(Err(failure)) => Err(Stop {
+                message: format!("{}: {}", at(failure.index), failure.message),
+                transport: failure.transport,
+                lacking: lacked_feature(case, failure.unimplemented),
+                clause: failure.clause,
+                setup: failure.setup,
+                probe_lacks: failure.lacks,
+            }),
+            Err(_) => {
+                let index = run.current_step();
+                Err(Stop {
+                    message: format!("{}: timed out after {:?} (--case-timeout)", at(index), config.case_timeout),
+                    transport: true,
+                    lacking: None,
+                    clause: case.clause_of(index).map(str::to_owned),
+                    setup: !case.expects(index),
+                    probe_lacks: None,
+                })
             }
-            Err(_) => Err((
-                format!("{}: timed out after {:?} (--case-timeout)", at(run.current_step()), config.case_timeout),
-                true,
-                None,
-            )),
         },
-        () = shared.interrupt.cancelled() => Err((format!("{}: interrupted", at(run.current_step())), false, None)),
+        () = shared.interrupt.cancelled() => Err(Stop {
+            message: format!("{}: interrupted", at(run.current_step())),
+            transport: false,
+            lacking: None,
+            clause: None,
+            setup: true,
+            probe_lacks: None,
+        }),
     };
+    let notes = run.take_notes();
     let mut failures: Vec<String> = Vec::new();
     let mut unreachable = false;
     let mut lacks = None;
-    match steps {
-        Ok(()) => {}
-        Err((message, transport, lacking)) => {
-            lacks = lacking;
-            failures.push(message);
-            unreachable = transport;
-        }
+    let mut clause = None;
+    let mut setup = false;
+    let mut probe_lacks = None;
+    if let Err(stop) = steps {
+        lacks = stop.lacking;
+        probe_lacks = stop.probe_lacks;
+        failures.push(stop.message);
+        unreachable = stop.transport;
+        clause = stop.clause;
+        setup = stop.setup;
     }
 
     let selector = cleanup::Selector {
@@ -700,6 +847,9 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         (removal, left)
     })
     .await;
+    // What the cleanup could not undo: the runtime kept objects that the contract says stop
+    // and remove release.
+    let mut leaked = false;
     match cleaned {
         Ok((removal, left)) => match left {
             Ok(left) if !left.is_empty() => {
@@ -716,6 +866,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
                     ));
                 }
                 failures.push(message);
+                leaked = true;
             }
             Ok(_) => {}
             Err(err) => {
@@ -740,24 +891,75 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     if let Err(message) = host::remove_cgroups(run.cgroup_parents()) {
         failures.push(message);
     }
+    let ended = |outcome: CaseOutcome, clause: Option<String>| Outcome {
+        outcome,
+        snapshot: None,
+        unreachable,
+        clause,
+        notes: notes.clone(),
+    };
     if let Some(need) = lacks.filter(|_| failures.len() == 1) {
         // The step failed only because the runtime does not implement the optional feature
         // the case declares, and cleanup left nothing.
-        return (
-            CaseOutcome::skipped(
-                SkipWhy::RuntimeLacks,
-                format!("the runtime lacks {need}: {}", failures.join("; ")),
-            ),
-            None,
-            false,
-        );
+        return Outcome {
+            unreachable: false,
+            ..ended(
+                CaseOutcome::skipped(
+                    SkipWhy::RuntimeLacks,
+                    format!("the runtime lacks {need}: {}", failures.join("; ")),
+                ),
+                None,
+            )
+        };
+    }
+    if let Some(what) = probe_lacks.filter(|_| failures.len() == 1) {
+        // A probe found nothing runtime-neutral to read, and cleanup left nothing: no verdict.
+        return Outcome {
+            unreachable: false,
+            ..ended(
+                CaseOutcome::skipped(
+                    SkipWhy::RuntimeLacks,
+                    format!("the runtime lacks {what}: {}", failures.join("; ")),
+                ),
+                None,
+            )
+        };
     }
     if !failures.is_empty() {
-        return (CaseOutcome::Failed(failures.join("; ")), None, unreachable);
+        let message = failures.join("; ");
+        // A broken expectation, or a leak, is a verdict on the runtime; a setup that could
+        // not be made, with nothing leaked, is not.
+        if leaked && clause.is_none() {
+            clause = Some(LEAK_CLAUSE.to_owned());
+        }
+        let outcome = if setup && !leaked {
+            CaseOutcome::Error(format!("setup failed: {message}"))
+        } else {
+            CaseOutcome::Failed(message)
+        };
+        return ended(outcome, clause);
     }
+    let warned: Vec<&Note> = notes
+        .iter()
+        .filter(|n| n.level == crate::contract::Level::Should)
+        .collect();
+    let passed = || match warned.first() {
+        None => (CaseOutcome::Passed, None),
+        Some(first) => (
+            CaseOutcome::Warning(
+                warned
+                    .iter()
+                    .map(|n| format!("{} (should: {})", n.message, n.clause))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            Some(first.clause.clone()),
+        ),
+    };
     if !case.steps.iter().any(|step| step.kind() == Kind::Manager) {
         // A conformance case checks the runtime directly; there is no manager call to record.
-        return (CaseOutcome::Passed, None, false);
+        let (outcome, clause) = passed();
+        return ended(outcome, clause);
     }
 
     let path = snapshot::path(
@@ -769,27 +971,38 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     let contents = snapshot::render(&suite.source, &case.name, &run.snapshot_body());
     match snapshot::check(&path, &contents, config.snapshots) {
         Ok(status) => {
-            let outcome = match &status {
-                SnapshotStatus::Missing => CaseOutcome::Failed(format!(
-                    "missing snapshot {} (CI=true; run without CI or with --update-snapshots to write it)",
-                    path.display()
-                )),
-                SnapshotStatus::Changed { new_path, .. } => CaseOutcome::Failed(format!(
-                    "snapshot {} changed; the new one is {} (review it, then --update-snapshots)",
-                    path.display(),
-                    new_path.display()
-                )),
-                _ => CaseOutcome::Passed,
+            let (outcome, clause) = match &status {
+                SnapshotStatus::Missing => (
+                    CaseOutcome::Error(format!(
+                        "missing snapshot {} (CI=true; run without CI or with --update-snapshots to write it)",
+                        path.display()
+                    )),
+                    None,
+                ),
+                SnapshotStatus::Changed { new_path, .. } => (
+                    CaseOutcome::Failed(format!(
+                        "snapshot {} changed; the new one is {} (review it, then --update-snapshots)",
+                        path.display(),
+                        new_path.display()
+                    )),
+                    case.clause.clone(),
+                ),
+                _ => passed(),
             };
-            (outcome, Some(SnapshotReport { path, status }), false)
+            Outcome {
+                snapshot: Some(SnapshotReport { path, status }),
+                ..ended(outcome, clause)
+            }
         }
-        Err(err) => (
-            CaseOutcome::Failed(format!("{err}: {}", source_text(&err))),
+        Err(err) => ended(
+            CaseOutcome::Error(format!("{err}: {}", source_text(&err))),
             None,
-            false,
         ),
     }
 }
+
+/// The clause a leak breaks: what a case made, the runtime's stop and remove must release.
+pub const LEAK_CLAUSE: &str = "sandbox.remove.releases-everything";
 
 /// The need a case declares whose feature the runtime answered Unimplemented for.
 fn lacked_feature(case: &Case, unimplemented: Option<&'static str>) -> Option<Need> {

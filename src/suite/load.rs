@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
@@ -37,7 +39,50 @@ struct RawCase {
     kubelet: Option<KubeletProfile>,
     #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
-    steps: Vec<Spanned<Step>>,
+    /// The clause every expectation of the case checks unless its step names its own.
+    #[serde(default)]
+    clause: Option<Spanned<String>>,
+    steps: Vec<Spanned<RawStep>>,
+}
+
+/// A step as written: the step's single key first, then optionally `clause: ID`, the
+/// contract clause its expectation checks.
+#[derive(Debug)]
+struct RawStep {
+    step: Step,
+    clause: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawStep {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StepVisitor;
+
+        impl<'de> Visitor<'de> for StepVisitor {
+            type Value = RawStep;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a step: a map of one step name, optionally followed by `clause:`")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStep, A::Error> {
+                // The step is the first key; serde's enum reading takes exactly that entry.
+                let step = Step::deserialize(MapAccessDeserializer::new(&mut map))?;
+                let mut clause = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "clause" {
+                        return Err(de::Error::unknown_field(&key, &["clause"]));
+                    }
+                    if clause.is_some() {
+                        return Err(de::Error::duplicate_field("clause"));
+                    }
+                    clause = Some(map.next_value::<String>()?);
+                }
+                Ok(RawStep { step, clause })
+            }
+        }
+
+        deserializer.deserialize_map(StepVisitor)
+    }
 }
 
 /// Suites that loaded and the files that did not.
@@ -219,6 +264,10 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         if !names.insert(name.clone()) {
             return Err(fail("another case of this suite has the same name"));
         }
+        let clause_at = raw_case
+            .clause
+            .as_ref()
+            .map_or((line, column), |c| spanned_at(c, (line, column)));
         let (step_lines, step_columns) = raw_case
             .steps
             .iter()
@@ -232,7 +281,13 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             kubelet: raw_case.kubelet,
             pods: raw_case.pods,
             mentioned_pods: BTreeSet::new(),
-            steps: raw_case.steps.into_iter().map(|s| s.value).collect(),
+            clause: raw_case.clause.as_ref().map(|c| c.value.clone()),
+            step_clauses: raw_case
+                .steps
+                .iter()
+                .map(|s| s.value.clause.clone())
+                .collect(),
+            steps: raw_case.steps.into_iter().map(|s| s.value.step).collect(),
             line,
             column,
             step_lines,
@@ -250,6 +305,8 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             let at = index.map_or((case.line, case.column), |i| case.step_position(i));
             invalid(at, format!("case `{}`: {message}", case.name))
         })?;
+        check_clauses(&case, clause_at)
+            .map_err(|(at, message)| invalid(at, format!("case `{}`: {message}", case.name)))?;
         cases.push(case);
     }
     Ok(Suite {
@@ -259,6 +316,31 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         cases,
         source: file.to_owned(),
     })
+}
+
+/// Every clause the case names is one of the contract's.
+fn check_clauses(case: &Case, clause_at: (usize, usize)) -> Result<(), ((usize, usize), String)> {
+    let unknown = |id: &str| {
+        format!(
+            "unknown clause `{id}`; the clauses are listed in docs/contract.md (`cri-harness contract`)"
+        )
+    };
+    if let Some(id) = case.clause.as_deref() {
+        if crate::contract::contract().get(id).is_none() {
+            return Err((clause_at, unknown(id)));
+        }
+    }
+    for (index, clause) in case.step_clauses.iter().enumerate() {
+        if let Some(id) = clause.as_deref() {
+            if crate::contract::contract().get(id).is_none() {
+                return Err((
+                    case.step_position(index),
+                    format!("step {}: {}", index + 1, unknown(id)),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a node was used (an alias's own position, not its anchor's), or `default`.
@@ -527,5 +609,63 @@ cases:
         let loaded = load_embedded();
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         assert_eq!(loaded.suites.len(), EMBEDDED.len());
+    }
+
+    #[test]
+    fn every_expectation_of_every_embedded_case_names_a_clause() {
+        let mut missing = Vec::new();
+        let mut expectations = 0;
+        for suite in load_embedded().suites {
+            for case in &suite.cases {
+                for (index, step) in case.steps.iter().enumerate() {
+                    if !case.expects(index) {
+                        continue;
+                    }
+                    expectations += 1;
+                    if case.clause_of(index).is_none() {
+                        missing.push(format!(
+                            "{}:{} `{}`",
+                            suite.source,
+                            case.step_line(index),
+                            step.name()
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(expectations > 500, "{expectations} expectations");
+        assert!(missing.is_empty(), "no clause: {missing:#?}");
+    }
+
+    #[rstest]
+    #[case::on_the_case(
+        "    clause: no.such-clause\n    steps:\n      - version: {}\n",
+        "5:13: case `c`: unknown clause `no.such-clause`"
+    )]
+    #[case::on_a_step(
+        "    steps:\n      - version: {}\n        clause: no.such-clause\n",
+        "6:9: case `c`: step 1: unknown clause `no.such-clause`"
+    )]
+    #[case::before_the_step(
+        "    steps:\n      - clause: runtime.status.ready\n        version: {}\n",
+        "6:9: case `c`: step 1: unknown step `clause`"
+    )]
+    #[case::another_key(
+        "    steps:\n      - version: {}\n        expect: {}\n",
+        "7:9: case `c`: step 1 `version`: unknown field `expect`, expected one of `clause`"
+    )]
+    fn a_clause_is_checked_where_it_is_written(#[case] body: &str, #[case] wanted: &str) {
+        let text = format!("suite: s\nabout: x\ncases:\n  - name: c\n{body}");
+        let err = parse("s.yaml", &text).unwrap_err().to_string();
+        assert!(err.contains(wanted), "{err}");
+    }
+
+    #[test]
+    fn a_step_clause_overrides_the_cases_and_a_precondition_expects_nothing() {
+        let text = "suite: s\nabout: x\ncases:\n  - name: c\n    clause: runtime.status.ready\n    steps:\n      - remove_image: {image: busybox, setup: true}\n      - runtime_status: {}\n      - runtime_version: {}\n        clause: runtime.version.answers\n";
+        let case = &parse("s.yaml", text).unwrap().cases[0];
+        assert!(!case.expects(0));
+        assert_eq!(case.clause_of(1), Some("runtime.status.ready"));
+        assert_eq!(case.clause_of(2), Some("runtime.version.answers"));
     }
 }

@@ -56,6 +56,11 @@ pub struct Case {
     /// Every pod alias the case names, fixed or not (not the empty one), found by the loader's
     /// checks.
     pub mentioned_pods: BTreeSet<String>,
+    /// The contract clause its expectations check unless a step names its own
+    /// (`clause: ID`, see [`crate::contract`]).
+    pub clause: Option<String>,
+    /// Each step's own `clause:`, by step index.
+    pub step_clauses: Vec<Option<String>>,
     /// The steps.
     pub steps: Vec<Step>,
     /// Line where the case's mapping starts (1-based; the `- ` item's first key), for messages.
@@ -87,6 +92,29 @@ impl Case {
     /// `suite/case`, what `--focus` and `--skip` match.
     pub fn full_name(&self, suite: &Suite) -> String {
         format!("{}/{}", suite.name, self.name)
+    }
+
+    /// The clause step `index` checks: its own, else the case's.
+    pub fn clause_of(&self, index: usize) -> Option<&str> {
+        self.step_clauses
+            .get(index)
+            .and_then(Option::as_deref)
+            .or(self.clause.as_deref())
+    }
+
+    /// True when step `index` makes an expectation of the target, so that a failure there is
+    /// a verdict on the runtime (at its clause's level) rather than a setup that could not be
+    /// made: a manager call or a check, or any step with an `expect:` or its own `clause:`.
+    pub fn expects(&self, index: usize) -> bool {
+        let Some(step) = self.steps.get(index) else {
+            return false;
+        };
+        if step.precondition() {
+            return false;
+        }
+        matches!(step.kind(), step::Kind::Manager | step::Kind::Check)
+            || self.step_clauses.get(index).is_some_and(Option::is_some)
+            || step.has_expect()
     }
 
     /// The line of step `index` (0-based), or the case's line.

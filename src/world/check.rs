@@ -37,6 +37,10 @@ pub enum StepError {
     /// The target cannot do what the step needs.
     #[error("{0}")]
     Unsupported(String),
+    /// The runtime does not tell what a probe needs to know (a key its verbose status lacks,
+    /// say), and no runtime-neutral way is left: the case skips as `runtime_lacks`, naming it.
+    #[error("the runtime does not expose {0}")]
+    RuntimeLacks(String),
 }
 
 impl StepError {

@@ -88,6 +88,9 @@ pub struct World {
     /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
     /// syncs: the back-off, the last manifest), by the step's name; the world does not read it.
     pub(crate) kept: BTreeMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
+    /// What steps saw that no clause requires (keys a runtime added, say), for the case's
+    /// notes at `observed` level.
+    observations: Vec<String>,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -141,6 +144,7 @@ impl World {
             cgroup_parents: Vec::new(),
             kubelet: env.kubelet,
             kept: BTreeMap::new(),
+            observations: Vec::new(),
         }
     }
 
@@ -157,6 +161,17 @@ impl World {
     /// Everything observed so far.
     pub fn observations(&self) -> &[crate::observe::Observation] {
         self.recorder.observations()
+    }
+
+    /// Notes what a step saw that no clause requires (in suite terms), for the case's notes.
+    pub fn note_observed(&mut self, what: String) {
+        let what = self.redact(&what);
+        self.observations.push(what);
+    }
+
+    /// What the steps observed since the last call (see [`World::note_observed`]).
+    pub fn take_observations(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.observations)
     }
 
     /// Redacts text for messages.

@@ -99,6 +99,9 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         outcome,
                         duration: Duration::from_micros(500 + mix(j as u64, i as u64) % 200_000),
                         snapshot,
+                        clause: None,
+                        notes: Vec::new(),
+                        finding_fixed: None,
                         environment: None,
                         unreachable: false,
                     }
@@ -121,6 +124,8 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                     runtime_name: Some(runtime_name.into()),
                     runtime_version: Some(runtime_version.into()),
                 },
+                strict: false,
+                known_findings: None,
             }
         })
         .collect()

@@ -32,6 +32,9 @@ struct GroupData<'a> {
     failing_nodes: usize,
     passed: usize,
     failed: usize,
+    warning: usize,
+    error: usize,
+    known: usize,
     skipped: usize,
     failing_cases: Vec<String>,
 }
@@ -89,6 +92,9 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 cells.push(match cell.outcome {
                     Outcome::Passed => 'p',
                     Outcome::Failed => 'f',
+                    Outcome::Warning => 'w',
+                    Outcome::Error => 'e',
+                    Outcome::Known => 'k',
                     Outcome::Skipped => 's',
                 });
                 if cell.outcome != Outcome::Passed {
@@ -104,7 +110,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 runtime: runtime_label(&node.facts),
                 source: node.source.display().to_string(),
                 problems: &node.problems,
-                failing: node.count(Outcome::Failed) > 0 || !node.problems.is_empty(),
+                failing: node.failing() > 0 || !node.problems.is_empty(),
                 cells,
                 notes,
             }
@@ -140,6 +146,9 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 failing_nodes: g.failing_nodes,
                 passed: g.passed,
                 failed: g.failed,
+                warning: g.warning,
+                error: g.error,
+                known: g.known,
                 skipped: g.skipped,
                 failing_cases: g
                     .failing_cases

@@ -43,6 +43,15 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                         .set_description(description);
                     status
                 }
+                Outcome::Error => {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                    status
+                        .set_type("CaseError")
+                        .set_message(message.lines().next().unwrap_or_default())
+                        .set_description(message);
+                    status
+                }
+                Outcome::Warning | Outcome::Known => TestCaseStatus::success(),
                 Outcome::Skipped => {
                     let mut status = TestCaseStatus::skipped();
                     status.set_message(message);
@@ -53,6 +62,15 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
             let mut case = TestCase::new(case_name.as_str(), status);
             case.set_classname(suite_name.as_str())
                 .set_time(seconds(cell.duration));
+            match cell.outcome {
+                Outcome::Warning => {
+                    case.set_system_out(format!("verdict: warning: {message}"));
+                }
+                Outcome::Known => {
+                    case.set_system_out(format!("verdict: known finding: {message}"));
+                }
+                _ => {}
+            }
             suite.add_test_case(case);
         }
         for (index, problem) in node.problems.iter().enumerate() {

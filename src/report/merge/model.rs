@@ -80,6 +80,15 @@ impl MergedNode {
             .filter(|c| c.outcome == outcome)
             .count()
     }
+
+    /// Cases that fail this node's run: failed or error.
+    pub fn failing(&self) -> usize {
+        self.cells
+            .iter()
+            .flatten()
+            .filter(|c| c.outcome.fails())
+            .count()
+    }
 }
 
 /// A node name more than one input reported.
@@ -106,6 +115,12 @@ pub struct Group {
     pub passed: usize,
     /// See `passed`.
     pub failed: usize,
+    /// Cells that broke only `should` clauses.
+    pub warning: usize,
+    /// Cells whose setup or harness failed.
+    pub error: usize,
+    /// Cells that failed as a listed finding.
+    pub known: usize,
     /// See `passed`.
     pub skipped: usize,
     /// Nodes with at least one failed case or a problem of the run.
@@ -158,7 +173,7 @@ impl Merged {
                     let diff = case
                         .snapshot
                         .and_then(|s| s.diff)
-                        .filter(|_| case.outcome == Outcome::Failed);
+                        .filter(|_| case.outcome.fails());
                     cells[at] = Some(Cell {
                         outcome: case.outcome,
                         message: case.reason,
@@ -219,6 +234,12 @@ pub struct Totals {
     pub passed: usize,
     /// Failed cells.
     pub failed: usize,
+    /// Warning cells.
+    pub warning: usize,
+    /// Error cells.
+    pub error: usize,
+    /// Known-finding cells.
+    pub known: usize,
     /// Skipped cells.
     pub skipped: usize,
 }
@@ -231,6 +252,9 @@ impl Totals {
             cases: merged.cases.len(),
             passed: merged.count(Outcome::Passed),
             failed: merged.count(Outcome::Failed),
+            warning: merged.count(Outcome::Warning),
+            error: merged.count(Outcome::Error),
+            known: merged.count(Outcome::Known),
             skipped: merged.count(Outcome::Skipped),
         }
     }
@@ -285,6 +309,9 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
                 members: Vec::new(),
                 passed: 0,
                 failed: 0,
+                warning: 0,
+                error: 0,
+                known: 0,
                 skipped: 0,
                 failing_nodes: 0,
                 failing_cases: BTreeMap::new(),
@@ -296,13 +323,15 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
         group.members.push(i);
         group.passed += node.count(Outcome::Passed);
         group.skipped += node.count(Outcome::Skipped);
-        let failed = node.count(Outcome::Failed);
-        group.failed += failed;
-        if failed > 0 || !node.problems.is_empty() {
+        group.failed += node.count(Outcome::Failed);
+        group.warning += node.count(Outcome::Warning);
+        group.error += node.count(Outcome::Error);
+        group.known += node.count(Outcome::Known);
+        if node.failing() > 0 || !node.problems.is_empty() {
             group.failing_nodes += 1;
         }
         for (at, cell) in node.cells.iter().enumerate() {
-            if cell.as_ref().is_some_and(|c| c.outcome == Outcome::Failed) {
+            if cell.as_ref().is_some_and(|c| c.outcome.fails()) {
                 let (suite, case) = &cases[at];
                 *group
                     .failing_cases

@@ -94,10 +94,23 @@ pub struct CaseResult {
 pub enum Outcome {
     /// It passed.
     Passed,
-    /// It failed.
+    /// It failed: a `must` clause broken.
     Failed,
+    /// Only `should` clauses broken.
+    Warning,
     /// It did not run.
     Skipped,
+    /// Its setup or the harness failed: no verdict on the runtime.
+    Error,
+    /// It failed as a listed finding says.
+    Known,
+}
+
+impl Outcome {
+    /// True when the case fails its node's run (failed or error).
+    pub fn fails(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Error)
+    }
 }
 
 /// A case's snapshot comparison.

@@ -83,7 +83,8 @@ pub struct ContainerStatusExpect {
     /// Whether `image_ref` is reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_ref: Option<Presence>,
-    /// The labels besides the harness's own (run, case, pod and container-name labels), exactly.
+    /// The labels besides the harness's own (run, case, pod and container-name labels): at
+    /// least these (a runtime may add its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
     /// The annotations, exactly.
@@ -222,10 +223,10 @@ impl StepDef for ContainerStatus {
             expect_eq("image_ref", &wanted.to_string(), &actual.to_string())?;
         }
         if let Some(wanted) = &expect.labels {
-            expect_map("labels", wanted, &suite_labels(&status.labels))?;
+            expect_map(world, "labels", wanted, &suite_labels(&status.labels))?;
         }
         if let Some(wanted) = &expect.annotations {
-            expect_map("annotations", wanted, &status.annotations)?;
+            expect_map(world, "annotations", wanted, &status.annotations)?;
         }
         if let Some(wanted) = expect.log_path {
             let sent = match wanted {

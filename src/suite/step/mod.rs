@@ -60,6 +60,12 @@ pub trait StepDef: Sized + Serialize + DeserializeOwned {
         &[]
     }
 
+    /// True when this step, as written, only establishes a precondition: a failure is an
+    /// error of the case, never a verdict on the runtime (`remove_image`'s `setup: true`).
+    fn precondition(&self) -> bool {
+        false
+    }
+
     /// Checks the step against the case so far: aliases it uses are defined, those it defines
     /// are new, pods it names are valid. The message speaks the suite's words.
     fn check(&self, scope: &mut Scope) -> Result<(), String>;
@@ -333,6 +339,25 @@ macro_rules! registry {
             pub fn kind(&self) -> Kind {
                 match self {
                     $(Step::$ty(_) => <$ty as StepDef>::KIND,)*
+                }
+            }
+
+            /// True when the step only establishes a precondition (see [`StepDef::precondition`]).
+            pub fn precondition(&self) -> bool {
+                match self {
+                    $(Step::$ty(step) => step.precondition(),)*
+                }
+            }
+
+            /// True when the step, as written, carries an `expect:` block.
+            pub fn has_expect(&self) -> bool {
+                // A step prints back only what differs from its defaults, so an `expect` key
+                // in its printed form is an expectation the suite wrote.
+                match serde_json::to_value(self) {
+                    Ok(serde_json::Value::Object(outer)) => outer.values().any(|inner| {
+                        inner.as_object().is_some_and(|fields| fields.contains_key("expect"))
+                    }),
+                    _ => false,
                 }
             }
 

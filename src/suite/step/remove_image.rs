@@ -14,7 +14,7 @@ use crate::world::{mismatch, StepError, World};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `remove_image` step: `image`, `by`, `expect`"
+    expecting = "a `remove_image` step: `image`, `by`, `setup`, `expect`"
 )]
 pub struct RemoveImage {
     /// The image: a catalogue symbol, `symbol:tag`, or a reference.
@@ -22,6 +22,11 @@ pub struct RemoveImage {
     /// The kind of reference to remove it by (digests and ids are learned from the runtime).
     #[serde(default, skip_serializing_if = "is_default")]
     pub by: RefKind,
+    /// A precondition, not a check: the image must be absent afterwards, and the runtime may
+    /// answer either way for an image it did not have (a refusal there is checked by its own
+    /// case, not by every case that starts clean).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub setup: bool,
     /// Expectations.
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: RemoveImageExpect,
@@ -54,10 +59,17 @@ impl StepDef for RemoveImage {
         super::fields_of::<RemoveImageExpect>()
     }
 
+    fn precondition(&self) -> bool {
+        self.setup
+    }
+
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         check_image(&self.image)?;
         for image in self.expect.absent.iter().chain(&self.expect.present) {
             check_image(image)?;
+        }
+        if self.setup && self.expect != RemoveImageExpect::default() {
+            return Err("a `setup: true` removal makes no expectation; drop its `expect:`".into());
         }
         if self.expect.error.is_some()
             && !(self.expect.absent.is_empty() && self.expect.present.is_empty())
@@ -71,6 +83,17 @@ impl StepDef for RemoveImage {
         let removed = reference(&world.runtime, &self.image, self.by).await?;
         let result = world.runtime.remove_image(&removed).await;
         world.forget_pulled();
+        if self.setup {
+            // Whatever the answer, the precondition holds when the image answers no image.
+            return match world.runtime.image_status(&removed).await? {
+                None => Ok(()),
+                Some(found) => Err(mismatch(
+                    format!("{} by {} before the case", self.image, self.by),
+                    "no image",
+                    format!("image with tags {:?} (RemoveImage: {result:?})", found.repo_tags),
+                )),
+            };
+        }
         let redact = |text: &str| world.redact(text);
         if check_call(self.expect.error.as_ref(), result, redact)?.is_none() {
             return Ok(());

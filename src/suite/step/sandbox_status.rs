@@ -58,13 +58,14 @@ pub struct SandboxStatusExpect {
     /// Whether the status reports a pod IP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip: Option<Presence>,
-    /// Metadata, labels, annotations and namespace options are exactly those sent.
+    /// Metadata and namespace options are those sent; labels and annotations hold every entry
+    /// sent (a runtime may add its own).
     #[serde(default, skip_serializing_if = "is_default")]
     pub echoes_config: bool,
-    /// The labels besides the harness's own (run, case and pod labels), exactly.
+    /// The labels besides the harness's own (run, case and pod labels): at least these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
-    /// The annotations, exactly.
+    /// The annotations: at least these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
 }
@@ -94,17 +95,33 @@ pub(super) fn show_map(map: &BTreeMap<String, String>) -> String {
     format!("{{{}}}", pairs.join(", "))
 }
 
-/// Checks a map field for exact equality.
+/// Checks that a map the runtime echoes holds every entry sent. The contract gives a subset:
+/// a runtime may add keys of its own, which are noted as observed, never required or refused.
 pub(super) fn expect_map(
+    world: &mut World,
     field: &str,
     expected: &BTreeMap<String, String>,
     actual: &BTreeMap<String, String>,
 ) -> Result<(), StepError> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(mismatch(field, show_map(expected), show_map(actual)))
+    let missing = expected
+        .iter()
+        .any(|(key, value)| actual.get(key) != Some(value));
+    if missing {
+        return Err(mismatch(
+            field,
+            format!("at least {}", show_map(expected)),
+            show_map(actual),
+        ));
     }
+    let added: BTreeMap<String, String> = actual
+        .iter()
+        .filter(|(key, _)| !expected.contains_key(*key))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !added.is_empty() {
+        world.note_observed(format!("{field}: the runtime added {}", show_map(&added)));
+    }
+    Ok(())
 }
 
 /// Checks a CRI timestamp (Unix nanoseconds) is set and not later than now.
@@ -227,13 +244,13 @@ impl StepDef for SandboxStatus {
             }
         }
         if expect.echoes_config {
-            echoes(&sandbox.config, &status)?;
+            echoes(world, &sandbox.config, &status)?;
         }
         if let Some(wanted) = &expect.labels {
-            expect_map("labels", wanted, &suite_labels(&status.labels))?;
+            expect_map(world, "labels", wanted, &suite_labels(&status.labels))?;
         }
         if let Some(wanted) = &expect.annotations {
-            expect_map("annotations", wanted, &status.annotations)?;
+            expect_map(world, "annotations", wanted, &status.annotations)?;
         }
         Ok(())
     }
@@ -241,6 +258,7 @@ impl StepDef for SandboxStatus {
 
 /// Checks that the status repeats the config the sandbox was run with.
 fn echoes(
+    world: &mut World,
     config: &v1::PodSandboxConfig,
     status: &v1::PodSandboxStatus,
 ) -> Result<(), StepError> {
@@ -259,8 +277,8 @@ fn echoes(
         &sent.attempt.to_string(),
         &got.attempt.to_string(),
     )?;
-    expect_map("labels", &config.labels, &status.labels)?;
-    expect_map("annotations", &config.annotations, &status.annotations)?;
+    expect_map(world, "labels", &config.labels, &status.labels)?;
+    expect_map(world, "annotations", &config.annotations, &status.annotations)?;
     let sent_options = config
         .linux
         .as_ref()

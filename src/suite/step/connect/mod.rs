@@ -220,8 +220,8 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
         .and_then(|n| n.path)
         .filter(|p| !p.is_empty())
         .ok_or_else(|| {
-            StepError::Unsupported(format!(
-                "connect from {}: the runtime's verbose status names no network namespace",
+            StepError::RuntimeLacks(format!(
+                "the network namespace of sandbox {} (its verbose status names none), which `connect` enters",
                 from.sandbox
             ))
         })?;
