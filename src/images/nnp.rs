@@ -1,6 +1,6 @@
 //! The NoNewPrivs checker: a tiny static x86-64 Linux executable, written here byte by byte, that
-//! calls geteuid(2) and prints `Effective uid: N`, as the `nnp` program of the Kubernetes
-//! `nonewprivs` e2e image does. Installed setuid root, it shows whether exec may raise
+//! calls geteuid(2) and prints `Effective uid: N` in one write, as the `nnp` program of the
+//! Kubernetes `nonewprivs` e2e image does. Installed setuid root, it shows whether exec may raise
 //! privileges: a user's process gets euid 0 from it, unless no_new_privs is set. Busybox cannot
 //! stand in (it drops a setuid bit it was not built to keep), and no compiler is needed to build
 //! the image.
@@ -22,44 +22,51 @@ const EHDR: usize = 64;
 const PHDR: usize = 56;
 /// The text before the number.
 const PREFIX: &[u8] = b"Effective uid: ";
+// The code moves the buffer pointer back by the prefix's length as a sign-extended byte.
+const _: () = assert!(PREFIX.len() < 0x80);
 
 /// The checker's machine code. `prefix` is the address of [`PREFIX`] in memory. Registers: eax
-/// holds the syscall number and its result, rdi/rsi/rdx the arguments; the digits are written
-/// backwards into the 128 bytes below rsp, which a leaf program without signal handlers may use.
+/// holds the syscall number and its result, rdi/rsi/rdx the arguments. The line is built
+/// backwards in the 128 bytes below rsp, which a leaf program without signal handlers may use
+/// (it needs at most 26: the prefix, ten digits and the newline), and goes out in one write(2):
+/// a runtime whose log pipe makes a log record of each read (CRI-O's conmon) would otherwise log
+/// the line as partial pieces.
 fn code(prefix: u32) -> Vec<u8> {
     let [p0, p1, p2, p3] = prefix.to_le_bytes();
     let prefix_len = PREFIX.len() as u8;
-    let mut code = Vec::new();
-    code.extend_from_slice(&[
-        0xb8, 0x01, 0x00, 0x00, 0x00, // mov eax, 1            ; write(2)
-        0xbf, 0x01, 0x00, 0x00, 0x00, // mov edi, 1            ; fd: stdout
-        0xbe, p0, p1, p2, p3, //         mov esi, PREFIX       ; buffer: "Effective uid: "
-        0xba, prefix_len, 0x00, 0x00, 0x00, // mov edx, 15     ; its length
-        0x0f, 0x05, //                   syscall
+    #[rustfmt::skip]
+    let code = vec![
         0xb8, 0x6b, 0x00, 0x00, 0x00, // mov eax, 107          ; geteuid(2): eax = euid
-        0x0f, 0x05, //                   syscall
-        0x48, 0x89, 0xe6, //             mov rsi, rsp          ; rsi: one past the last digit
-        0x48, 0xff, 0xce, //             dec rsi
-        0xc6, 0x06, 0x0a, //             mov byte [rsi], '\n'  ; the line ends the output
+        0x0f, 0x05,                   // syscall
+        0x48, 0x89, 0xe6,             // mov rsi, rsp          ; rsi: one past the line's end
+        0x48, 0xff, 0xce,             // dec rsi
+        0xc6, 0x06, 0x0a,             // mov byte [rsi], '\n'  ; the line ends the output
         0xb9, 0x0a, 0x00, 0x00, 0x00, // mov ecx, 10           ; the base
         // digit: (16 bytes, the jnz below goes back here)
-        0x31, 0xd2, //                   xor edx, edx          ; edx:eax = the number left
-        0xf7,
-        0xf1, //                   div ecx               ; eax = quotient, edx = next digit
-        0x80, 0xc2, 0x30, //             add dl, '0'
-        0x48, 0xff, 0xce, //             dec rsi
-        0x88, 0x16, //                   mov [rsi], dl         ; digits go in right to left
-        0x85, 0xc0, //                   test eax, eax
-        0x75, 0xf0, //                   jnz digit             ; -16: while a quotient is left
-        0x48, 0x89, 0xe2, //             mov rdx, rsp
-        0x48, 0x29, 0xf2, //             sub rdx, rsi          ; rdx = digits and newline
-        0xb8, 0x01, 0x00, 0x00, 0x00, // mov eax, 1            ; write(2) from rsi
+        0x31, 0xd2,                   // xor edx, edx          ; edx:eax = the number left
+        0xf7, 0xf1,                   // div ecx               ; eax = quotient, edx = next digit
+        0x80, 0xc2, 0x30,             // add dl, '0'
+        0x48, 0xff, 0xce,             // dec rsi
+        0x88, 0x16,                   // mov [rsi], dl         ; digits go in right to left
+        0x85, 0xc0,                   // test eax, eax
+        0x75, 0xf0,                   // jnz digit             ; -16: while a quotient is left
+        0x48, 0x83, 0xee, prefix_len, // sub rsi, 15           ; the prefix goes before them
+        0x48, 0x89, 0xf7,             // mov rdi, rsi          ; copy to: the line's start
+        0x48, 0x89, 0xf2,             // mov rdx, rsi          ; which rdx keeps
+        0xbe, p0, p1, p2, p3,         // mov esi, PREFIX       ; copy from: "Effective uid: "
+        0xb9, prefix_len, 0x00, 0x00, 0x00, // mov ecx, 15     ; its length
+        0xfc,                         // cld                   ; copy upwards
+        0xf3, 0xa4,                   // rep movsb
+        0x48, 0x89, 0xd6,             // mov rsi, rdx          ; buffer: the whole line
+        0x48, 0x89, 0xe2,             // mov rdx, rsp
+        0x48, 0x29, 0xf2,             // sub rdx, rsi          ; its length
+        0xb8, 0x01, 0x00, 0x00, 0x00, // mov eax, 1            ; write(2), the only one
         0xbf, 0x01, 0x00, 0x00, 0x00, // mov edi, 1            ; fd: stdout
-        0x0f, 0x05, //                   syscall
+        0x0f, 0x05,                   // syscall
         0xb8, 0x3c, 0x00, 0x00, 0x00, // mov eax, 60           ; exit(2)
-        0x31, 0xff, //                   xor edi, edi          ; status 0
-        0x0f, 0x05, //                   syscall
-    ]);
+        0x31, 0xff,                   // xor edi, edi          ; status 0
+        0x0f, 0x05,                   // syscall
+    ];
     code
 }
 
@@ -106,6 +113,7 @@ pub fn nnp_elf() -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::OwnedFd;
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
@@ -223,6 +231,80 @@ mod tests {
         assert_eq!(run(&path, Some(1000), false), "Effective uid: 1000\n");
     }
 
+    /// A connected pair of unix `SOCK_SEQPACKET` sockets: (the test's end, the writer's end).
+    fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
+        use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+        socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Every write(2) the checker makes, in order: its stdout is one end of a unix
+    /// `SOCK_SEQPACKET` pair, which keeps each write a record of its own (a pipe may merge
+    /// them), so a line split across writes shows as several records, as a runtime's log pipe
+    /// sees it.
+    fn writes(path: &Path, uid: Option<u32>) -> Vec<Vec<u8>> {
+        let (ours, theirs) = seqpacket_pair();
+        let mut command = Command::new(path);
+        command.stdout(theirs);
+        if let Some(uid) = uid {
+            command.uid(uid).gid(uid);
+        }
+        let mut child = command.spawn().unwrap();
+        // The command keeps this process's copy of the child's end: while it is open, the
+        // reader would never see end of file.
+        drop(command);
+        let records = records(&ours);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+        records
+    }
+
+    /// The records on `socket` until its peer is closed. The buffer is far larger than any
+    /// record the tests send, so none is truncated.
+    fn records(socket: &OwnedFd) -> Vec<Vec<u8>> {
+        let mut records = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            match rustix::io::read(socket, &mut buffer).unwrap() {
+                0 => return records,
+                n => records.push(buffer[..n].to_vec()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_seqpacket_pair_keeps_two_writes_as_two_records() {
+        // The control for the test below: the transport does not merge writes, so one record
+        // there means one write.
+        let (ours, theirs) = seqpacket_pair();
+        rustix::io::write(&theirs, PREFIX).unwrap();
+        rustix::io::write(&theirs, b"0\n").unwrap();
+        drop(theirs);
+        assert_eq!(records(&ours), [PREFIX.to_vec(), b"0\n".to_vec()]);
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64")),
+        ignore = "the checker is x86-64 Linux code"
+    )]
+    fn the_checker_writes_its_whole_line_in_one_write() {
+        // A runtime's log pipe turns each read into a log record (CRI-O's conmon does): a line
+        // written in pieces would be logged as partial lines.
+        let (_dir, path) = installed(0o755);
+        let euid = rustix::process::geteuid().as_raw();
+        let lines: Vec<String> = writes(&path, None)
+            .into_iter()
+            .map(|write| String::from_utf8(write).unwrap())
+            .collect();
+        assert_eq!(lines, [format!("Effective uid: {euid}\n")]);
+    }
+
     #[test]
     fn multi_digit_uids_are_printed_in_full() {
         if !runs_here() || !is_root() {
@@ -232,11 +314,12 @@ mod tests {
             return;
         }
         let (_dir, path) = installed(0o755);
-        for uid in [7, 65534, 1_000_000] {
-            assert_eq!(
-                run(&path, Some(uid), false),
-                format!("Effective uid: {uid}\n")
-            );
+        // The last is the widest uid there is (ten digits; u32::MAX means none): the line
+        // still fits the checker's buffer and goes out in one write.
+        for uid in [7, 65534, 1_000_000, u32::MAX - 1] {
+            let line = format!("Effective uid: {uid}\n");
+            assert_eq!(run(&path, Some(uid), false), line);
+            assert_eq!(writes(&path, Some(uid)), [line.into_bytes()]);
         }
     }
 }
