@@ -101,11 +101,11 @@ fn the_binary_alone_in_an_empty_directory_checks_every_embedded_reference_and_wr
     let manager_cases = embedded_manager_cases();
     let mut compared = 0;
     for case in json["cases"].as_array().unwrap() {
-        let name = format!(
-            "{}/{}",
+        let (suite, case_name) = (
             case["suite"].as_str().unwrap(),
-            case["case"].as_str().unwrap()
+            case["case"].as_str().unwrap(),
         );
+        let name = format!("{suite}/{case_name}");
         if case["outcome"] == "skipped" {
             continue;
         }
@@ -114,13 +114,7 @@ fn the_binary_alone_in_an_empty_directory_checks_every_embedded_reference_and_wr
             assert_eq!(case["snapshot"]["status"], "unchanged", "{name}: {case}");
             assert_eq!(
                 case["snapshot"]["path"],
-                format!(
-                    "snapshots/{}",
-                    snapshot::file_name(
-                        &case["suite"].as_str().unwrap(),
-                        &case["case"].as_str().unwrap()
-                    )
-                ),
+                format!("snapshots/{}", snapshot::file_name(suite, case_name)),
                 "{name}"
             );
             compared += 1;
