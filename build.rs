@@ -1,6 +1,7 @@
 //! Compiles the CRI schema and the mock's control schema with a vendored protoc, so a fresh
-//! machine needs nothing but cargo, and lists the suite files to embed, so a suite is embedded
-//! by being a file under `suites/`.
+//! machine needs nothing but cargo, and lists the suite files and reference snapshots to embed,
+//! so a suite is embedded by being a file under `suites/` and a reference by being one under
+//! `snapshots/`.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -22,7 +23,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         ],
         &["proto"],
     )?;
-    embed_suites()
+    embed_suites()?;
+    embed_snapshots()
+}
+
+/// Writes `$OUT_DIR/embedded_snapshots.rs`: `(path, include_str!(file))` for every
+/// `snapshots/*.snap`, the reference result of each embedded case, by name.
+fn embed_snapshots() -> Result<(), Box<dyn Error>> {
+    println!("cargo:rerun-if-changed=snapshots");
+    embed("snapshots", &[".snap"], "embedded_snapshots.rs")
 }
 
 /// Writes `$OUT_DIR/embedded_suites.rs`: a slice of `(path, include_str!(file))` for every
@@ -32,19 +41,21 @@ fn main() -> Result<(), Box<dyn Error>> {
 fn embed_suites() -> Result<(), Box<dyn Error>> {
     // A directory here is scanned as a whole: adding, removing or editing a file reruns this.
     println!("cargo:rerun-if-changed=suites");
-    embed_yaml("suites", "embedded_suites.rs")?;
-    embed_yaml("suites/manifests", "embedded_manifests.rs")
+    embed("suites", YAML, "embedded_suites.rs")?;
+    embed("suites/manifests", YAML, "embedded_manifests.rs")
 }
 
-/// Writes `$OUT_DIR/<out>`: `(path, include_str!(file))` for every YAML file of `dir` (relative
-/// to the crate root), by name.
-fn embed_yaml(dir: &str, out: &str) -> Result<(), Box<dyn Error>> {
+const YAML: &[&str] = &[".yaml", ".yml"];
+
+/// Writes `$OUT_DIR/<out>`: `(path, include_str!(file))` for every file of `dir` (relative to
+/// the crate root) whose name ends with one of `endings`, by name.
+fn embed(dir: &str, endings: &[&str], out: &str) -> Result<(), Box<dyn Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join(dir);
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&root)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         // A link counts as the file it names (the kubectl fixture lives in tests/fixtures).
-        if root.join(&name).is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) {
+        if root.join(&name).is_file() && endings.iter().any(|end| name.ends_with(end)) {
             names.push(name);
         }
     }

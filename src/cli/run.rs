@@ -53,10 +53,15 @@ pub struct Args {
     /// log then carries it; `report merge` reads such logs)
     #[arg(long)]
     report_line: bool,
-    /// Root of the snapshot tree (one subdirectory per target kind)
+    /// Where the reference results of your own suites (--suites) are read and written, one
+    /// `<suite>__<case>.snap` each; the embedded suites' references are compiled in and need no
+    /// directory. --update-snapshots writes the embedded ones here too: run it from the source
+    /// tree's root so the default, `snapshots`, is the tree's, then rebuild
     #[arg(long, value_name = "DIR", default_value = "snapshots")]
     snapshot_dir: PathBuf,
-    /// Accept changed snapshots: overwrite them instead of failing
+    /// Accept this run's results: write every missing or changed reference into
+    /// --snapshot-dir instead of failing the case (without it a run writes no reference of an
+    /// embedded suite; run it from the source tree's root)
     #[arg(long)]
     update_snapshots: bool,
     /// Run id labelled on every object the run creates [default: generated]
@@ -208,7 +213,6 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         snapshot_dir: args.snapshot_dir,
         snapshots: snapshot::Policy {
             update: args.update_snapshots,
-            ci,
         },
         run_id,
         runtime_handler: args.runtime_handler,

@@ -13,7 +13,8 @@ pub use tree::Node;
 
 use crate::cri::CallRecord;
 use crate::manager::{
-    ContainerId, Pod, PodStatus, PodSyncResult, RuntimeStatus, RuntimeVersion, TeardownCall,
+    ContainerId, Pod, PodStatus, PodSyncResult, RuntimeCondition, RuntimeStatus, RuntimeVersion,
+    TeardownCall,
 };
 
 /// What one manager call answered.
@@ -61,6 +62,37 @@ pub enum Answer {
         connections: Vec<Exchange>,
     },
 }
+
+impl Answer {
+    /// `Status()` as a reference records it: only the two conditions the contract requires,
+    /// RuntimeReady then NetworkReady, with a non-empty reason or message as
+    /// [`redact::RUNTIME_TEXT`]. api.proto lets a runtime add conditions of its own (containerd
+    /// 1.7 adds `ContainerdHasNoDeprecationWarnings`) and word them as it likes; the kubelet
+    /// reads only the two, so a reference that held the rest would hold for one runtime only.
+    pub fn status(status: &RuntimeStatus) -> Self {
+        let redact = |text: &str| {
+            if text.is_empty() {
+                String::new()
+            } else {
+                redact::RUNTIME_TEXT.to_owned()
+            }
+        };
+        let conditions = REQUIRED_CONDITIONS
+            .iter()
+            .filter_map(|&kind| status.condition(kind))
+            .map(|c| RuntimeCondition {
+                r#type: c.r#type.clone(),
+                status: c.status,
+                reason: redact(&c.reason),
+                message: redact(&c.message),
+            })
+            .collect();
+        Answer::Status(RuntimeStatus { conditions })
+    }
+}
+
+/// The runtime conditions api.proto requires of every runtime, in the order recorded.
+pub const REQUIRED_CONDITIONS: [&str; 2] = ["RuntimeReady", "NetworkReady"];
 
 /// What one port-forwarded connection carried, as text (lossy UTF-8), so a snapshot shows
 /// the bytes themselves rather than counts.
@@ -164,4 +196,44 @@ pub fn render(observations: &[Observation], redactor: &Redactor) -> String {
 /// Any tree as YAML text.
 pub fn yaml(tree: &Node) -> String {
     serde_saphyr::to_string(tree).unwrap_or_else(|err| format!("cannot write YAML: {err}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(kind: &str, status: bool, reason: &str, message: &str) -> RuntimeCondition {
+        RuntimeCondition {
+            r#type: kind.to_owned(),
+            status,
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_status_records_only_the_required_conditions_in_their_order_without_runtime_words() {
+        let status = RuntimeStatus {
+            conditions: vec![
+                condition(
+                    "NetworkReady",
+                    false,
+                    "NetworkPluginNotReady",
+                    "cni not initialized",
+                ),
+                condition("ContainerdHasNoDeprecationWarnings", true, "", ""),
+                condition("RuntimeReady", true, "", ""),
+            ],
+        };
+        let Answer::Status(recorded) = Answer::status(&status) else {
+            panic!("not a status");
+        };
+        assert_eq!(
+            recorded.conditions,
+            vec![
+                condition("RuntimeReady", true, "", ""),
+                condition("NetworkReady", false, "<runtime text>", "<runtime text>"),
+            ]
+        );
+    }
 }

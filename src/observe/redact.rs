@@ -22,6 +22,28 @@ static UUID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b").expect("valid")
 });
 
+/// gRPC status codes as tonic's `Debug` names them, which is how CRI call errors are written.
+const CODES: &str = "Ok|Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|\
+PermissionDenied|ResourceExhausted|FailedPrecondition|Aborted|OutOfRange|Unimplemented|Internal|\
+Unavailable|DataLoss|Unauthenticated";
+/// The runtime's text after a CRI call error's code, as `CallError` writes it (`CRI Method on
+/// ENDPOINT: Code: text`) and as the call log does (`... -> Code: text`). An error's sources
+/// come last in its message, so the text runs to the end.
+static CALL_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?s)(\bCRI [A-Za-z]+ on \S+?: (?:{CODES})|-> (?:{CODES})): (.+)$"
+    ))
+    .expect("valid")
+});
+/// The runtime's text of a port-forward its streaming server refused, after the relay's own
+/// words (`StreamError::PortForward`).
+static PORT_FORWARD_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?s)(\bport-forward of port \d+ through "(?:[^"\\]|\\.)*" failed): (.+)$"#)
+        .expect("valid")
+});
+/// What a runtime's own words become in a snapshot.
+pub const RUNTIME_TEXT: &str = "<runtime text>";
+
 /// Maps a case's volatile values to stable tokens. Fed as the case creates objects.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -128,10 +150,12 @@ impl Redactor {
     }
 
     /// Redacts an observation tree: every string, every key, and by key name every timestamp
-    /// (`*_at`, `timestamp`) and the case label's value.
+    /// (`*_at`, `timestamp`) and the case label's value; and, unlike [`Redactor::text`] (which
+    /// makes failure messages, where the runtime's words help), the runtime's own text of a
+    /// refused CRI call or port-forward, so a reference holds the code and our words only.
     pub fn node(&self, node: Node) -> Node {
         match node {
-            Node::Str(text) => Node::Str(self.text(&text)),
+            Node::Str(text) => Node::Str(runtime_text(&self.text(&text))),
             Node::Seq(items) => Node::Seq(items.into_iter().map(|n| self.node(n)).collect()),
             Node::Map(entries) => Node::Map(
                 entries
@@ -152,6 +176,23 @@ impl Redactor {
             other => other,
         }
     }
+}
+
+/// `text` with the runtime's words of a CRI call error or a port-forward failure replaced by
+/// [`RUNTIME_TEXT`]: runtimes word the same refusal differently (containerd's `an error occurred
+/// when try to find container`), and a reference must hold for every runtime. The code and the
+/// manager's and harness's own words stay, and so does the harness's own deadline message.
+pub fn runtime_text(text: &str) -> String {
+    let text = CALL_ERROR.replace(text, |caps: &regex::Captures<'_>| {
+        if caps[2].starts_with("no answer within ") {
+            caps[0].to_owned()
+        } else {
+            format!("{}: {RUNTIME_TEXT}", &caps[1])
+        }
+    });
+    PORT_FORWARD_ERROR
+        .replace(&text, format!("${{1}}: {RUNTIME_TEXT}"))
+        .into_owned()
 }
 
 fn is_timestamp_key(key: &str) -> bool {
@@ -213,6 +254,49 @@ mod tests {
     )]
     fn strings_are_redacted(#[case] input: &str, #[case] expected: &str) {
         assert_eq!(redactor().text(input), expected);
+    }
+
+    #[rstest]
+    #[case::call_error(
+        "CRI StopContainer on <endpoint>: NotFound: an error occurred when try to find container \"x\": not found",
+        "CRI StopContainer on <endpoint>: NotFound: <runtime text>"
+    )]
+    #[case::wrapped_call_error(
+        "kill_container app: KillContainerError: CRI StopContainer on unix:///run/c.sock: Internal: shim\nis stuck",
+        "kill_container app: KillContainerError: CRI StopContainer on unix:///run/c.sock: Internal: <runtime text>"
+    )]
+    #[case::call_log_outcome(
+        "StopPodSandbox id=<sandbox:sb> -> Unknown: netns busy",
+        "StopPodSandbox id=<sandbox:sb> -> Unknown: <runtime text>"
+    )]
+    #[case::code_without_text_is_left(
+        "CRI Version on <endpoint>: Unimplemented",
+        "CRI Version on <endpoint>: Unimplemented"
+    )]
+    #[case::ok_is_left("Version version=\"0.1.0\" -> OK", "Version version=\"0.1.0\" -> OK")]
+    #[case::our_deadline_is_left(
+        "CRI Status on <endpoint>: DeadlineExceeded: no answer within 10s",
+        "CRI Status on <endpoint>: DeadlineExceeded: no answer within 10s"
+    )]
+    #[case::port_forward_relay(
+        "port forward to port 80 of pod \"web_<namespace>\" failed: port-forward of port 80 through \"<url>\" failed: error forwarding port 80: dial tcp4 <ip>:80: connect: connection refused ",
+        "port forward to port 80 of pod \"web_<namespace>\" failed: port-forward of port 80 through \"<url>\" failed: <runtime text>"
+    )]
+    #[case::manager_words_are_left(
+        "sandboxes for pod \"nobody_<namespace>\" not found",
+        "sandboxes for pod \"nobody_<namespace>\" not found"
+    )]
+    fn a_runtimes_own_text_is_redacted_in_snapshots_only(
+        #[case] input: &str,
+        #[case] expected: &str,
+    ) {
+        let r = redactor();
+        assert_eq!(
+            r.node(Node::Str(input.to_owned())),
+            Node::Str(expected.to_owned())
+        );
+        // Failure messages keep the runtime's words.
+        assert_eq!(r.text(input), input);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
+use crate::runner::snapshot::SnapshotStatus;
 use crate::runner::{CaseOutcome, CaseReport, RunReport};
 
 pub mod merge;
@@ -112,31 +113,32 @@ pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
     for case in &report.cases {
         if let Some(snapshot) = &case.snapshot {
             match &snapshot.status {
-                crate::runner::snapshot::SnapshotStatus::Changed { diff, .. } => {
+                SnapshotStatus::Changed { diff, .. } => {
                     let _ = writeln!(out, "\nsnapshot of {} changed:\n{diff}", case.full_name());
                 }
-                crate::runner::snapshot::SnapshotStatus::Updated { diff } => {
+                SnapshotStatus::Updated { diff } => {
                     let _ = writeln!(out, "\nsnapshot of {} updated:\n{diff}", case.full_name());
                 }
                 _ => {}
             }
         }
     }
-    let written: Vec<&CaseReport> = report
-        .cases
-        .iter()
-        .filter(|c| {
-            c.snapshot
-                .as_ref()
-                .is_some_and(|s| s.status == crate::runner::snapshot::SnapshotStatus::Written)
-        })
-        .collect();
+    let written = snapshot_paths(report, |s| s == &SnapshotStatus::Written);
     if !written.is_empty() {
-        let _ = writeln!(out, "\nwrote {} new snapshots:", written.len());
-        for case in written {
-            if let Some(snapshot) = &case.snapshot {
-                let _ = writeln!(out, "  {}", snapshot.path.display());
-            }
+        let _ = writeln!(out, "\nwrote {} new references:", written.len());
+        for path in written {
+            let _ = writeln!(out, "  {}", path.display());
+        }
+    }
+    let new = snapshot_paths(report, |s| matches!(s, SnapshotStatus::New { .. }));
+    if !new.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} cases have no reference yet; review each .snap.new and rename it to .snap, or run with --update-snapshots:",
+            new.len()
+        );
+        for path in new {
+            let _ = writeln!(out, "  {}", path.display());
         }
     }
     for error in &report.errors {
@@ -326,10 +328,21 @@ fn test_case(case: &CaseReport) -> TestCase {
     test
 }
 
+/// The reference paths of the cases whose snapshot status `pick` selects, in case order.
+fn snapshot_paths(report: &RunReport, pick: fn(&SnapshotStatus) -> bool) -> Vec<&Path> {
+    report
+        .cases
+        .iter()
+        .filter_map(|c| c.snapshot.as_ref())
+        .filter(|s| pick(&s.status))
+        .map(|s| s.path.as_path())
+        .collect()
+}
+
 /// The failure's body: the reason and, for a changed snapshot, its diff.
 fn failure_text(case: &CaseReport, reason: &str) -> String {
     match case.snapshot.as_ref().map(|s| &s.status) {
-        Some(crate::runner::snapshot::SnapshotStatus::Changed { diff, .. }) => {
+        Some(SnapshotStatus::Changed { diff, .. }) => {
             format!("{reason}\n\n{diff}")
         }
         _ => reason.to_owned(),
@@ -473,10 +486,10 @@ mod tests {
             CaseOutcome::Failed("snapshot changed\nsee diff".into()),
         );
         changed.snapshot = Some(SnapshotReport {
-            path: "snapshots/mock/s__b.snap".into(),
+            path: "snapshots/s__b.snap".into(),
             status: SnapshotStatus::Changed {
                 diff: "-old\n+new\n".into(),
-                new_path: "snapshots/mock/s__b.snap.new".into(),
+                new_path: None,
             },
         });
         let mut report = report(vec![

@@ -84,9 +84,10 @@ pub struct RunConfig {
     pub cleanup_timeout: Duration,
     /// Connection and per-call timeouts.
     pub connect: ConnectOptions,
-    /// Root of the snapshot tree.
+    /// Where the references of user suites (`--suites`) are read and written, and where
+    /// `--update-snapshots` writes those of embedded suites (the source tree's `snapshots/`).
     pub snapshot_dir: PathBuf,
-    /// Missing and changed snapshots.
+    /// Whether references are updated.
     pub snapshots: Policy,
     /// Labels everything the run creates; see [`new_run_id`].
     pub run_id: String,
@@ -300,7 +301,7 @@ pub struct RunReport {
     pub run_id: String,
     /// `mock` or the runtime endpoint.
     pub target: String,
-    /// Snapshot directory name: `mock` or the runtime's name.
+    /// `mock` or the runtime's name as a file name (references do not depend on it).
     pub target_kind: String,
     /// The RuntimeClass handler the sandboxes asked for; empty for the runtime's default.
     pub runtime_handler: String,
@@ -399,7 +400,6 @@ struct Shared {
     config: RunConfig,
     client: Option<CriClient>,
     target: String,
-    target_kind: String,
     interrupt: Interrupt,
     unreachable_streak: AtomicUsize,
     abort: Mutex<Option<String>>,
@@ -482,7 +482,6 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         config,
         client,
         target: report.target.clone(),
-        target_kind: report.target_kind.clone(),
         interrupt,
         unreachable_streak: AtomicUsize::new(0),
         abort: Mutex::new(None),
@@ -517,7 +516,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     report
 }
 
-/// Connects to a real runtime and asks its Version (its name is the snapshot directory).
+/// Connects to a real runtime and asks its Version (its name is the report's target kind).
 async fn connect_runtime(
     runtime: &Endpoint,
     image: &Endpoint,
@@ -533,7 +532,7 @@ async fn connect_runtime(
     Ok((client, version))
 }
 
-/// A runtime name as a directory name.
+/// A runtime name as a file name: the report's target kind.
 pub fn target_kind(runtime_name: &str) -> String {
     let kind: String = runtime_name
         .to_ascii_lowercase()
@@ -962,28 +961,52 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         return ended(outcome, clause);
     }
 
-    let path = snapshot::path(
-        &config.snapshot_dir,
-        &shared.target_kind,
-        &suite.name,
-        &case.name,
-    );
     let contents = snapshot::render(&suite.source, &case.name, &run.snapshot_body());
-    match snapshot::check(&path, &contents, config.snapshots) {
+    let (path, checked) = if suite.embedded {
+        // An embedded case checks the reference compiled in with it, on every target and from
+        // any directory; only `--update-snapshots` writes, into the source tree.
+        let update_path = snapshot::path(&config.snapshot_dir, &suite.name, &case.name);
+        let reference = snapshot::embedded(&suite.name, &case.name);
+        let status = snapshot::check_embedded(reference, &update_path, &contents, config.snapshots);
+        let shown = match status {
+            Ok(SnapshotStatus::Written | SnapshotStatus::Updated { .. }) => update_path,
+            _ => snapshot::path(
+                std::path::Path::new(snapshot::EMBEDDED_DIR),
+                &suite.name,
+                &case.name,
+            ),
+        };
+        (shown, status)
+    } else {
+        let path = snapshot::path(&config.snapshot_dir, &suite.name, &case.name);
+        let status = snapshot::check_file(&path, &contents, config.snapshots);
+        (path, status)
+    };
+    match checked {
         Ok(status) => {
+            // No reference to compare with is no verdict on the runtime: an error of the case.
             let (outcome, clause) = match &status {
                 SnapshotStatus::Missing => (
                     CaseOutcome::Error(format!(
-                        "missing snapshot {} (CI=true; run without CI or with --update-snapshots to write it)",
+                        "missing reference {}: the binary holds none for this embedded case (record it with --update-snapshots from the source tree's root, then rebuild)",
                         path.display()
                     )),
                     None,
                 ),
-                SnapshotStatus::Changed { new_path, .. } => (
-                    CaseOutcome::Failed(format!(
-                        "snapshot {} changed; the new one is {} (review it, then --update-snapshots)",
+                SnapshotStatus::New { new_path } => (
+                    CaseOutcome::Error(format!(
+                        "new reference: {} does not exist; this run's result is in {} (review it and rename it to accept it, or run with --update-snapshots)",
                         path.display(),
                         new_path.display()
+                    )),
+                    None,
+                ),
+                // The diff goes with the status, into the report's failure text and epilogue.
+                SnapshotStatus::Changed { new_path, .. } => (
+                    CaseOutcome::Failed(format!(
+                        "result differs from the reference {}{} (review the diff, then --update-snapshots)",
+                        path.display(),
+                        new_path.as_ref().map_or_else(String::new, |p| format!("; the new one is {}", p.display()))
                     )),
                     case.clause.clone(),
                 ),

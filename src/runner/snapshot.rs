@@ -1,15 +1,25 @@
-//! Snapshot files in insta's format (`---` header with `source` and `expression`, `---`, the
-//! body), so `cargo insta review` and `insta::assert_snapshot!` read the files the runner
-//! writes. Only the body is compared, as insta does, so either tool may write the header.
+//! Reference results in insta's snapshot format (`---` header with `source` and `expression`,
+//! `---`, the body), so `cargo insta review` and `insta::assert_snapshot!` read them. Only the
+//! body is compared, as insta does, so either tool may write the header. One runtime-neutral
+//! reference per case: an embedded suite's are compiled into the binary from `snapshots/`
+//! (`build.rs`) and checked on every target from any directory, writing nothing unless asked
+//! to update; a user's own suite keeps its references as files under `--snapshot-dir`.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// A snapshot file that could not be read or written.
+/// `(path relative to the crate root, contents)` of every reference under `snapshots/`, sorted
+/// by path: a reference is embedded by being a file there.
+pub const EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_snapshots.rs"));
+
+/// The directory of the embedded references in the source tree, as their paths name it.
+pub const EMBEDDED_DIR: &str = "snapshots";
+
+/// A reference file that could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    /// Reading the stored snapshot failed.
+    /// Reading the stored reference failed.
     #[error("cannot read snapshot {}", path.display())]
     Read {
         /// The file.
@@ -18,7 +28,7 @@ pub enum SnapshotError {
         #[source]
         source: std::io::Error,
     },
-    /// Writing a snapshot (or its `.snap.new`) failed.
+    /// Writing a reference (or its `.snap.new`) failed.
     #[error("cannot write snapshot {}", path.display())]
     Write {
         /// The file.
@@ -29,52 +39,72 @@ pub enum SnapshotError {
     },
 }
 
-/// What to do when the stored snapshot is missing or differs.
+/// What to do when the reference is missing or differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
-    /// Accept differences: overwrite the stored snapshot.
+    /// Accept this run's results: write them as the references, under `--snapshot-dir`.
     pub update: bool,
-    /// In CI a missing snapshot is a failure, not something to write.
-    pub ci: bool,
 }
 
-/// How the new snapshot compares with the stored one.
+/// How this run's result compares with the case's reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum SnapshotStatus {
     /// Same body.
     Unchanged,
-    /// There was none; it was written.
+    /// There was none; `--update-snapshots` wrote it.
     Written,
-    /// There was none and in CI that fails.
+    /// An embedded case whose reference the binary does not hold: the case fails.
     Missing,
-    /// It differed and was overwritten (`--update-snapshots`).
-    Updated {
-        /// Unified diff, stored to new.
-        diff: String,
-    },
-    /// It differs; the new one is in `<name>.snap.new`.
-    Changed {
-        /// Unified diff, stored to new.
-        diff: String,
+    /// A user suite's case with no reference file yet: this run's result is in
+    /// `<name>.snap.new` beside where it would go, for review; the case is not passed.
+    New {
         /// The `.snap.new` file.
         new_path: PathBuf,
+    },
+    /// It differed and was overwritten (`--update-snapshots`).
+    Updated {
+        /// Unified diff, reference to new.
+        diff: String,
+    },
+    /// It differs: the case fails.
+    Changed {
+        /// Unified diff, reference to new.
+        diff: String,
+        /// The `.snap.new` written beside a user suite's reference file; none for an embedded
+        /// reference, since a run writes nothing without `--update-snapshots`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        new_path: Option<PathBuf>,
     },
 }
 
 impl SnapshotStatus {
-    /// True when the case must fail because of the snapshot.
+    /// True when the case must fail because of its reference.
     pub fn fails(&self) -> bool {
         matches!(
             self,
-            SnapshotStatus::Missing | SnapshotStatus::Changed { .. }
+            SnapshotStatus::Missing | SnapshotStatus::New { .. } | SnapshotStatus::Changed { .. }
         )
     }
 }
 
-/// The snapshot file for one case: `<dir>/<kind>/<suite>__<case>.snap`.
-pub fn path(dir: &Path, kind: &str, suite: &str, case: &str) -> PathBuf {
-    dir.join(kind).join(format!("{suite}__{case}.snap"))
+/// The reference's file name for one case: `<suite>__<case>.snap`.
+pub fn file_name(suite: &str, case: &str) -> String {
+    format!("{suite}__{case}.snap")
+}
+
+/// The reference file for one case under `dir`: `<dir>/<suite>__<case>.snap`.
+pub fn path(dir: &Path, suite: &str, case: &str) -> PathBuf {
+    dir.join(file_name(suite, case))
+}
+
+/// The embedded reference of an embedded suite's case, if the binary holds one.
+pub fn embedded(suite: &str, case: &str) -> Option<&'static str> {
+    let wanted = format!("{EMBEDDED_DIR}/{}", file_name(suite, case));
+    EMBEDDED
+        .iter()
+        .find(|(path, _)| *path == wanted)
+        .map(|(_, text)| *text)
 }
 
 /// The whole file: insta's header, the body without trailing whitespace, one newline.
@@ -117,9 +147,43 @@ pub fn body(file: &str) -> &str {
     rest
 }
 
-/// Compares `contents` (a whole rendered file) with the stored snapshot at `path` and acts by
-/// `policy`: writes a missing one, a `.snap.new` next to a different one, or overwrites it.
-pub fn check(path: &Path, contents: &str, policy: Policy) -> Result<SnapshotStatus, SnapshotError> {
+/// Compares `contents` (a whole rendered file) with an embedded case's reference, `reference`
+/// (none: the binary holds none), writing nothing unless `policy.update`, which writes
+/// `contents` to `update_path` (in the source tree) when it is missing or differs.
+pub fn check_embedded(
+    reference: Option<&str>,
+    update_path: &Path,
+    contents: &str,
+    policy: Policy,
+) -> Result<SnapshotStatus, SnapshotError> {
+    let Some(reference) = reference else {
+        if policy.update {
+            write(update_path, contents)?;
+            return Ok(SnapshotStatus::Written);
+        }
+        return Ok(SnapshotStatus::Missing);
+    };
+    let Some(diff) = diff(reference, contents, update_path, "this run") else {
+        return Ok(SnapshotStatus::Unchanged);
+    };
+    if policy.update {
+        write(update_path, contents)?;
+        return Ok(SnapshotStatus::Updated { diff });
+    }
+    Ok(SnapshotStatus::Changed {
+        diff,
+        new_path: None,
+    })
+}
+
+/// Compares `contents` (a whole rendered file) with a user suite's reference file at `path`
+/// and acts by `policy`: writes a missing or different one's `.snap.new` beside it, or with
+/// `policy.update` the reference itself.
+pub fn check_file(
+    path: &Path,
+    contents: &str,
+    policy: Policy,
+) -> Result<SnapshotStatus, SnapshotError> {
     let new_path = path.with_extension("snap.new");
     let stored = match std::fs::read_to_string(path) {
         Ok(stored) => Some(stored),
@@ -132,32 +196,41 @@ pub fn check(path: &Path, contents: &str, policy: Policy) -> Result<SnapshotStat
         }
     };
     let Some(stored) = stored else {
-        if policy.ci && !policy.update {
-            write(&new_path, contents)?;
-            return Ok(SnapshotStatus::Missing);
+        if policy.update {
+            write(path, contents)?;
+            remove_stale(&new_path);
+            return Ok(SnapshotStatus::Written);
         }
-        write(path, contents)?;
-        remove_stale(&new_path);
-        return Ok(SnapshotStatus::Written);
+        write(&new_path, contents)?;
+        return Ok(SnapshotStatus::New { new_path });
     };
-    let old = normalize(body(&stored));
-    let new = normalize(body(contents));
-    if old == new {
+    let Some(diff) = diff(&stored, contents, path, &new_path.display().to_string()) else {
         remove_stale(&new_path);
         return Ok(SnapshotStatus::Unchanged);
-    }
-    let diff = similar::TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&path.display().to_string(), &new_path.display().to_string())
-        .to_string();
+    };
     if policy.update {
         write(path, contents)?;
         remove_stale(&new_path);
         return Ok(SnapshotStatus::Updated { diff });
     }
     write(&new_path, contents)?;
-    Ok(SnapshotStatus::Changed { diff, new_path })
+    Ok(SnapshotStatus::Changed {
+        diff,
+        new_path: Some(new_path),
+    })
+}
+
+/// The unified diff from the reference's body to the new one's, or none when they are equal.
+fn diff(reference: &str, contents: &str, reference_name: &Path, new_name: &str) -> Option<String> {
+    let old = normalize(body(reference));
+    let new = normalize(body(contents));
+    (old != new).then(|| {
+        similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(3)
+            .header(&reference_name.display().to_string(), new_name)
+            .to_string()
+    })
 }
 
 /// insta's comparison: trailing whitespace of the body is not significant, CRLF reads as LF.
@@ -194,7 +267,7 @@ mod tests {
     #[test]
     fn the_rendered_file_is_what_insta_reads_back() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path(dir.path(), "mock", "latest-sandbox-ip", "one-sandbox");
+        let path = path(dir.path(), "latest-sandbox-ip", "one-sandbox");
         let contents = render(
             "suites/latest-sandbox-ip.yaml",
             "one-sandbox",
@@ -227,31 +300,37 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_snapshot_is_written_and_passes() {
+    fn a_user_suites_missing_reference_is_new_and_fails_leaving_a_new_file_beside_it() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mock/s__c.snap");
-        let status = check(&path, &render("s.yaml", "c", "a\n"), Policy::default()).unwrap();
+        let path = dir.path().join("s__c.snap");
+        let status = check_file(&path, &render("s.yaml", "c", "a\n"), Policy::default()).unwrap();
+        let new_path = path.with_extension("snap.new");
+        assert_eq!(
+            status,
+            SnapshotStatus::New {
+                new_path: new_path.clone()
+            }
+        );
+        assert!(status.fails());
+        assert!(!path.exists());
+        assert_eq!(
+            std::fs::read_to_string(&new_path).unwrap(),
+            render("s.yaml", "c", "a")
+        );
+    }
+
+    #[test]
+    fn update_writes_a_user_suites_missing_reference_and_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s__c.snap");
+        let policy = Policy { update: true };
+        let status = check_file(&path, &render("s.yaml", "c", "a"), policy).unwrap();
         assert_eq!(status, SnapshotStatus::Written);
         assert!(!status.fails());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             render("s.yaml", "c", "a")
         );
-    }
-
-    #[test]
-    fn a_missing_snapshot_fails_in_ci_and_leaves_a_new_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s__c.snap");
-        let policy = Policy {
-            update: false,
-            ci: true,
-        };
-        let status = check(&path, &render("s.yaml", "c", "a"), policy).unwrap();
-        assert_eq!(status, SnapshotStatus::Missing);
-        assert!(status.fails());
-        assert!(!path.exists());
-        assert!(path.with_extension("snap.new").exists());
     }
 
     #[test]
@@ -264,7 +343,8 @@ mod tests {
         )
         .unwrap();
         std::fs::write(path.with_extension("snap.new"), "old").unwrap();
-        let status = check(&path, &render("s.yaml", "c", "line\n\n"), Policy::default()).unwrap();
+        let status =
+            check_file(&path, &render("s.yaml", "c", "line\n\n"), Policy::default()).unwrap();
         assert_eq!(status, SnapshotStatus::Unchanged);
         assert!(!path.with_extension("snap.new").exists());
         // The stored file is left alone.
@@ -278,8 +358,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s__c.snap");
         std::fs::write(&path, render("s.yaml", "c", "a\nb\nc")).unwrap();
-        let status = check(&path, &render("s.yaml", "c", "a\nB\nc"), Policy::default()).unwrap();
-        let SnapshotStatus::Changed { diff, new_path } = &status else {
+        let status =
+            check_file(&path, &render("s.yaml", "c", "a\nB\nc"), Policy::default()).unwrap();
+        let SnapshotStatus::Changed {
+            diff,
+            new_path: Some(new_path),
+        } = &status
+        else {
             panic!("unexpected {status:?}");
         };
         assert!(status.fails());
@@ -299,17 +384,174 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s__c.snap");
         std::fs::write(&path, render("s.yaml", "c", "a")).unwrap();
-        let policy = Policy {
-            update: true,
-            ci: true,
-        };
-        let status = check(&path, &render("s.yaml", "c", "b"), policy).unwrap();
+        let policy = Policy { update: true };
+        let status = check_file(&path, &render("s.yaml", "c", "b"), policy).unwrap();
         assert!(matches!(status, SnapshotStatus::Updated { .. }));
         assert!(!status.fails());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             render("s.yaml", "c", "b")
         );
+    }
+
+    #[test]
+    fn an_embedded_reference_with_the_same_body_is_unchanged_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let update_path = dir.path().join("s__c.snap");
+        let reference = render("suites/s.yaml", "c", "a\nb");
+        let status = check_embedded(
+            Some(&reference),
+            &update_path,
+            &render("elsewhere.yaml", "c", "a\nb\n"),
+            Policy::default(),
+        )
+        .unwrap();
+        assert_eq!(status, SnapshotStatus::Unchanged);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_tampered_embedded_reference_fails_with_the_diff_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let update_path = dir.path().join("s__c.snap");
+        let tampered = render("suites/s.yaml", "c", "- call: status\n  result: tampered");
+        let status = check_embedded(
+            Some(&tampered),
+            &update_path,
+            &render("suites/s.yaml", "c", "- call: status\n  result: ok"),
+            Policy::default(),
+        )
+        .unwrap();
+        let SnapshotStatus::Changed {
+            diff,
+            new_path: None,
+        } = &status
+        else {
+            panic!("unexpected {status:?}");
+        };
+        assert!(status.fails());
+        assert!(
+            diff.contains("-  result: tampered\n+  result: ok\n"),
+            "{diff}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_missing_embedded_reference_fails_as_missing_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let update_path = dir.path().join("s__c.snap");
+        let status = check_embedded(
+            None,
+            &update_path,
+            &render("suites/s.yaml", "c", "a"),
+            Policy::default(),
+        )
+        .unwrap();
+        assert_eq!(status, SnapshotStatus::Missing);
+        assert!(status.fails());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[rstest]
+    #[case::missing(None, SnapshotStatus::Written)]
+    #[case::changed(Some("a"), SnapshotStatus::Updated { diff: String::new() })]
+    fn update_writes_an_embedded_cases_reference_into_the_snapshot_dir(
+        #[case] reference: Option<&str>,
+        #[case] expected: SnapshotStatus,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let update_path = dir.path().join("s__c.snap");
+        let reference = reference.map(|body| render("suites/s.yaml", "c", body));
+        let contents = render("suites/s.yaml", "c", "b");
+        let status = check_embedded(
+            reference.as_deref(),
+            &update_path,
+            &contents,
+            Policy { update: true },
+        )
+        .unwrap();
+        assert!(!status.fails());
+        assert_eq!(
+            std::mem::discriminant(&status),
+            std::mem::discriminant(&expected)
+        );
+        assert_eq!(std::fs::read_to_string(&update_path).unwrap(), contents);
+    }
+
+    #[test]
+    fn every_snap_file_under_snapshots_is_embedded_with_its_contents_in_path_order() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut on_disk: Vec<(String, String)> = std::fs::read_dir(root.join(EMBEDDED_DIR))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".snap"))
+            .map(|name| {
+                let path = format!("{EMBEDDED_DIR}/{name}");
+                let text = std::fs::read_to_string(root.join(&path)).unwrap();
+                (path, text)
+            })
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<(String, String)> = EMBEDDED
+            .iter()
+            .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
+            .collect();
+        assert!(!embedded.is_empty());
+        assert_eq!(on_disk, embedded);
+    }
+
+    #[test]
+    fn every_embedded_manager_case_has_an_embedded_reference() {
+        let loaded = crate::suite::load_embedded();
+        let lacking: Vec<String> = loaded
+            .suites
+            .iter()
+            .flat_map(|suite| suite.cases.iter().map(move |case| (suite, case)))
+            .filter(|(_, case)| {
+                case.steps
+                    .iter()
+                    .any(|step| step.kind() == crate::suite::step::Kind::Manager)
+            })
+            .filter(|(suite, case)| embedded(&suite.name, &case.name).is_none())
+            .map(|(suite, case)| case.full_name(suite))
+            .collect();
+        assert!(
+            lacking.is_empty(),
+            "no reference for:\n{}",
+            lacking.join("\n")
+        );
+    }
+
+    #[test]
+    fn every_embedded_reference_belongs_to_an_embedded_manager_case_and_names_its_suite() {
+        let loaded = crate::suite::load_embedded();
+        for (path, text) in EMBEDDED {
+            let owner = loaded.suites.iter().find_map(|suite| {
+                suite
+                    .cases
+                    .iter()
+                    .find(|case| {
+                        *path == format!("{EMBEDDED_DIR}/{}", file_name(&suite.name, &case.name))
+                    })
+                    .map(|case| (suite, case))
+            });
+            let Some((suite, case)) = owner else {
+                panic!("{path} is the reference of no embedded case");
+            };
+            assert!(
+                case.steps
+                    .iter()
+                    .any(|step| step.kind() == crate::suite::step::Kind::Manager),
+                "{path}: the case makes no manager call, so nothing compares it"
+            );
+            assert!(
+                text.contains(&format!("source: {}\n", suite.source)),
+                "{path} does not name {}",
+                suite.source
+            );
+            assert_eq!(embedded(&suite.name, &case.name), Some(*text));
+        }
     }
 
     #[rstest]

@@ -315,6 +315,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         tags: raw.tags,
         cases,
         source: file.to_owned(),
+        embedded,
     })
 }
 

@@ -34,6 +34,9 @@ pub struct Suite {
     pub cases: Vec<Case>,
     /// The file it came from, as shown to users (`suites/x.yaml` for embedded suites).
     pub source: String,
+    /// It is one of the binary's own suites (path and text as embedded): its cases' reference
+    /// results are embedded too, rather than read from `--snapshot-dir`.
+    pub embedded: bool,
 }
 
 /// One case: steps run in order against a fresh state.

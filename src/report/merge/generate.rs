@@ -76,10 +76,10 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         CaseOutcome::skipped(SkipWhy::RuntimeLacks, "the runtime lacks user namespaces")
                     } else if j == 5 && runtime_version == RUNTIMES[1].1 {
                         snapshot = Some(SnapshotReport {
-                            path: format!("snapshots/containerd/{suite}__{case}.snap").into(),
+                            path: format!("snapshots/{suite}__{case}.snap").into(),
                             status: SnapshotStatus::Changed {
                                 diff: "@@ -3,2 +3,2 @@\n-  state: SANDBOX_READY\n+  state: SANDBOX_NOTREADY\n   network: <ip:1>\n".into(),
-                                new_path: format!("snapshots/containerd/{suite}__{case}.snap.new").into(),
+                                new_path: None,
                             },
                         });
                         CaseOutcome::Failed("snapshot changed: PodSandboxStatus differs from the stored snapshot".into())

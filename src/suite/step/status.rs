@@ -40,7 +40,7 @@ impl StepDef for Status {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let result = manager.status().await;
-        world.observe("status", &result, |s| Answer::Status(s.clone()));
+        world.observe("status", &result, Answer::status);
         check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?;
         Ok(())
     }
