@@ -94,9 +94,10 @@ pub struct Args {
     /// Warnings (broken `should` clauses) fail the run too, not only failures and errors
     #[arg(long)]
     strict: bool,
-    /// Findings already reported upstream (YAML keyed by runtime name and version range): a
-    /// listed failure on a matching runtime is `known`, a listed case that passes is flagged
-    #[arg(long, value_name = "FILE")]
+    /// Findings already reported upstream (YAML keyed by runtime name and version range; a
+    /// file, or a directory of them): a listed failure on a matching runtime is `known`, a
+    /// listed case that passes is flagged
+    #[arg(long, value_name = "FILE|DIR")]
     known: Option<PathBuf>,
 }
 

@@ -93,8 +93,34 @@ pub struct KnownFindings {
 }
 
 impl KnownFindings {
-    /// Reads `path`.
+    /// Reads `path`: one findings file, or every `*.yaml` file directly in a directory (each
+    /// names its runtime and versions, so a directory can hold one per runtime version).
     pub fn read(path: &Path) -> Result<Self, KnownError> {
+        if path.is_dir() {
+            let shown = path.display().to_string();
+            let entries = std::fs::read_dir(path).map_err(|source| KnownError::Read {
+                path: shown.clone(),
+                source,
+            })?;
+            let mut files: Vec<std::path::PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"))
+                .collect();
+            files.sort();
+            let mut all = Self {
+                source: shown,
+                groups: Vec::new(),
+            };
+            for file in files {
+                all.groups.extend(Self::read_file(&file)?.groups);
+            }
+            return Ok(all);
+        }
+        Self::read_file(path)
+    }
+
+    fn read_file(path: &Path) -> Result<Self, KnownError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| KnownError::Read {
             path: shown.clone(),
