@@ -309,6 +309,9 @@ async fn a_run_skips_the_cases_stating_the_other_kubelet(
         .map(|c| match &c.outcome {
             CaseOutcome::Passed => "passed",
             CaseOutcome::Failed(_) => "failed",
+            CaseOutcome::Warning(_) => "warning",
+            CaseOutcome::Error(_) => "error",
+            CaseOutcome::Known { .. } => "known",
             CaseOutcome::Skipped(_) => "skipped",
         })
         .collect();

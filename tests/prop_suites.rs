@@ -54,6 +54,8 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        strict: false,
+        known: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     let failures: Vec<String> = report

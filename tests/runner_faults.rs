@@ -103,7 +103,8 @@ cases:
 
 fn failure(report: &RunReport, index: usize) -> String {
     match &report.cases[index].outcome {
-        CaseOutcome::Failed(reason) => reason.clone(),
+        // A broken expectation fails the case; a step that sets up fails it as an error.
+        CaseOutcome::Failed(reason) | CaseOutcome::Error(reason) => reason.clone(),
         other => panic!("case {index} did not fail: {other:?}"),
     }
 }

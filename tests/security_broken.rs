@@ -237,6 +237,13 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
             // Cases for a feature the host lacks (an LSM) skip broken as they skip whole.
             CaseOutcome::Skipped(_) => {}
             CaseOutcome::Passed => live.push(name),
+            // Only a must clause's check may catch a broken security rule: an error is a broken
+            // run, and a warning or a known finding would let the rule go.
+            other @ (CaseOutcome::Error(_)
+            | CaseOutcome::Warning(_)
+            | CaseOutcome::Known { .. }) => {
+                panic!("{name}: broken, it ended {other:?}, not failed at a check")
+            }
         }
     }
     assert!(

@@ -46,7 +46,12 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots(
                 }
                 _ => true,
             },
-            CaseOutcome::Failed(_) => true,
+            // The mock follows the contract: on it even a should clause holds, and no finding
+            // is listed for it.
+            CaseOutcome::Failed(_)
+            | CaseOutcome::Warning(_)
+            | CaseOutcome::Error(_)
+            | CaseOutcome::Known { .. } => true,
         })
         .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
         .collect();

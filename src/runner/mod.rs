@@ -397,6 +397,8 @@ pub type Progress = Arc<dyn Fn(Event<'_>) + Send + Sync>;
 
 /// What every case shares.
 struct Shared {
+    /// The runtime's name and version from its Version answer, for the known findings.
+    runtime: (Option<String>, Option<String>),
     config: RunConfig,
     client: Option<CriClient>,
     target: String,
@@ -478,7 +480,12 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     };
     let parallel = config.parallel.max(1);
     let shared_record = config.pulled_record.clone();
+    let runtime = (
+        report.node.runtime_name.clone(),
+        report.node.runtime_version.clone(),
+    );
     let shared = Arc::new(Shared {
+        runtime,
         config,
         client,
         target: report.target.clone(),
@@ -497,13 +504,6 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         .collect()
         .await;
     cases.sort_by_key(|c| c.number);
-    if let Some(known) = &shared.config.known {
-        let runtime = &report.node.runtime_name;
-        let version = &report.node.runtime_version;
-        for case in &mut cases {
-            known.apply(runtime.as_deref(), version.as_deref(), case);
-        }
-    }
     report.cases = cases;
     if let Some(client) = &shared.client {
         report
@@ -565,7 +565,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         clause,
         notes,
     } = case_outcome(shared, suite, case, number).await;
-    let report = CaseReport {
+    let mut report = CaseReport {
         suite: suite.name.clone(),
         case: case.name.clone(),
         source: suite.source.clone(),
@@ -580,6 +580,10 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         environment: case.environment(),
         unreachable,
     };
+    if let Some(known) = &shared.config.known {
+        let (name, version) = &shared.runtime;
+        known.apply(name.as_deref(), version.as_deref(), &mut report);
+    }
     if matches!(
         report.outcome,
         CaseOutcome::Failed(_) | CaseOutcome::Error(_)

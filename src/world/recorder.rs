@@ -38,6 +38,21 @@ impl Recorder {
         self.observations.push(observation);
     }
 
+    /// Records a manager call made several times at once (port-forward's `connections: N`):
+    /// the order its CRI calls reach the runtime is the scheduler's, not the manager's, so they
+    /// are recorded sorted by what they say once redacted, never by the order of arrival.
+    pub fn observe_concurrent(&mut self, call: impl Into<String>, outcome: Result<Answer, String>) {
+        let mut cri: Vec<CriCall> = self.log.take().into_iter().map(CriCall::from).collect();
+        cri.sort_by_cached_key(|c| {
+            (
+                c.method.clone(),
+                self.redactor.text(&c.request),
+                self.redactor.text(&c.outcome),
+            )
+        });
+        self.observations.push(Observation::new(call, outcome, cri));
+    }
+
     /// Forgets the CRI calls made since the last observation (helper calls that are not the
     /// call under test).
     pub fn forget_calls(&self) {

@@ -179,6 +179,8 @@ pub fn run_config(
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        strict: false,
+        known: None,
     }
 }
 

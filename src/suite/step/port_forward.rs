@@ -281,7 +281,11 @@ impl StepDef for PortForward {
                     .collect(),
             }),
         };
-        world.recorder.observe(call, outcome, None);
+        if n > 1 {
+            world.recorder.observe_concurrent(call, outcome);
+        } else {
+            world.recorder.observe(call, outcome, None);
+        }
         self.check_seen(seen, |t| redact_stream(&world.redact(t)))
     }
 }
