@@ -201,14 +201,15 @@ fn a_user_suites_case_without_a_reference_is_new_and_not_passed() {
     let output = run_user_suite(&suites, &references, &dir.path().join("reports"));
     let stdout = text(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
+    // Nothing to compare with is no verdict on the runtime: an error of the case.
     let fail = stdout
         .lines()
-        .find(|l| l.starts_with("FAIL "))
-        .unwrap_or_else(|| panic!("no FAIL line in {stdout}"));
+        .find(|l| l.starts_with("ERROR "))
+        .unwrap_or_else(|| panic!("no ERROR line in {stdout}"));
     assert!(fail.contains("new reference"), "{fail}");
     assert!(fail.contains("--update-snapshots"), "{fail}");
     let json = results(&dir.path().join("reports"));
-    assert_eq!(json["cases"][0]["outcome"], "failed");
+    assert_eq!(json["cases"][0]["outcome"], "error");
     assert_eq!(json["cases"][0]["snapshot"]["status"], "new");
     let name = snapshot::file_name(SUITE, CASE);
     assert_eq!(tree(&references), [PathBuf::from(format!("{name}.new"))]);
@@ -227,7 +228,7 @@ fn a_user_suites_case_without_a_reference_is_new_and_not_passed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_embedded_case_whose_reference_the_binary_lacks_fails_as_missing() {
+async fn an_embedded_case_whose_reference_the_binary_lacks_is_an_error_naming_it() {
     let mut suite = suite::load_embedded()
         .suites
         .into_iter()
@@ -245,8 +246,8 @@ async fn an_embedded_case_whose_reference_the_binary_lacks_fails_as_missing() {
     let report = runner::run(config, Interrupt::new(), None).await;
     assert_eq!(report.cases.len(), 1);
     let case = &report.cases[0];
-    let CaseOutcome::Failed(reason) = &case.outcome else {
-        panic!("not failed: {:?}", case.outcome);
+    let CaseOutcome::Error(reason) = &case.outcome else {
+        panic!("not an error: {:?}", case.outcome);
     };
     let expected = format!(
         "snapshots/{}",

@@ -1,13 +1,13 @@
 //! Known findings (`run --known FILE`): where a runtime, at a range of versions, breaks a
-//! `must` clause in a way already reported upstream. A listed case that fails there is `known`
-//! rather than failed; one that passes is flagged, since the runtime may have fixed it.
+//! `must` clause in a way already reported upstream. The runner reports a listed case that
+//! fails there as `known` rather than failed, and flags one that passes, since the runtime may
+//! have fixed it; this file reads the findings and answers which one holds for a case.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::{contract, Level};
-use crate::runner::{CaseOutcome, CaseReport};
 
 /// A findings file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -184,37 +184,6 @@ impl KnownFindings {
     /// Every finding of the file, for listing.
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.groups.iter().flat_map(|g| &g.findings)
-    }
-
-    /// Applies the findings to one case's report: a listed failure of the listed clause (or
-    /// an error of its setup) becomes `known`; a listed case that passed is flagged as maybe
-    /// fixed. Other outcomes stay as they are.
-    pub fn apply(&self, runtime: Option<&str>, version: Option<&str>, case: &mut CaseReport) {
-        let (Some(runtime), Some(version)) = (runtime, version) else {
-            return;
-        };
-        let Some(finding) = self.find(runtime, version, &case.full_name()) else {
-            return;
-        };
-        let same_clause = case.clause.as_deref().is_none_or(|c| c == finding.clause);
-        match &case.outcome {
-            CaseOutcome::Failed(reason) if same_clause => {
-                case.outcome = CaseOutcome::Known {
-                    reason: reason.clone(),
-                    finding: finding.reference.clone(),
-                };
-                case.clause = Some(finding.clause.clone());
-            }
-            CaseOutcome::Error(reason) => {
-                case.outcome = CaseOutcome::Known {
-                    reason: reason.clone(),
-                    finding: finding.reference.clone(),
-                };
-                case.clause = Some(finding.clause.clone());
-            }
-            CaseOutcome::Passed => case.finding_fixed = Some(finding.reference.clone()),
-            _ => {}
-        }
     }
 }
 

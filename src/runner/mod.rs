@@ -582,7 +582,11 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
-        known.apply(name.as_deref(), version.as_deref(), &mut report);
+        if let (Some(name), Some(version)) = (name, version) {
+            if let Some(finding) = known.find(name, version, &report.full_name()) {
+                apply_finding(finding, &mut report);
+            }
+        }
     }
     if matches!(
         report.outcome,
@@ -606,6 +610,26 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         progress(Event::Finished(&report));
     }
     report
+}
+
+/// Applies a finding listed for this case: a failure of the listed clause (or an error of its
+/// setup) becomes `known`; a pass is flagged as maybe fixed. Other outcomes stay as they are.
+fn apply_finding(finding: &crate::contract::known::Finding, case: &mut CaseReport) {
+    let same_clause = case.clause.as_deref().is_none_or(|c| c == finding.clause);
+    let reason = match &case.outcome {
+        CaseOutcome::Failed(reason) if same_clause => reason.clone(),
+        CaseOutcome::Error(reason) => reason.clone(),
+        CaseOutcome::Passed => {
+            case.finding_fixed = Some(finding.reference.clone());
+            return;
+        }
+        _ => return,
+    };
+    case.outcome = CaseOutcome::Known {
+        reason,
+        finding: finding.reference.clone(),
+    };
+    case.clause = Some(finding.clause.clone());
 }
 
 /// How one case ended, before the run's findings are applied.

@@ -616,6 +616,7 @@ cases:
     fn every_expectation_of_every_embedded_case_names_a_clause() {
         let mut missing = Vec::new();
         let mut expectations = 0;
+        let mut by_level = BTreeMap::new();
         for suite in load_embedded().suites {
             for case in &suite.cases {
                 for (index, step) in case.steps.iter().enumerate() {
@@ -623,6 +624,9 @@ cases:
                         continue;
                     }
                     expectations += 1;
+                    if let Some(clause) = case.clause_of(index) {
+                        *by_level.entry(crate::contract::level(clause)).or_insert(0) += 1;
+                    }
                     if case.clause_of(index).is_none() {
                         missing.push(format!(
                             "{}:{} `{}`",
@@ -634,6 +638,7 @@ cases:
                 }
             }
         }
+        println!("{expectations} expectations, by level: {by_level:?}");
         assert!(expectations > 500, "{expectations} expectations");
         assert!(missing.is_empty(), "no clause: {missing:#?}");
     }
