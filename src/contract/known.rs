@@ -187,8 +187,8 @@ impl KnownFindings {
     }
 
     /// Applies the findings to one case's report: a listed failure of the listed clause (or
-    /// an error of its setup) becomes `known`; a listed case that passed is flagged as maybe
-    /// fixed. Other outcomes stay as they are.
+    /// an error of its setup) becomes `known`; a listed case that passed or only warned is
+    /// flagged as maybe fixed. Other outcomes stay as they are.
     pub fn apply(&self, runtime: Option<&str>, version: Option<&str>, case: &mut CaseReport) {
         let (Some(runtime), Some(version)) = (runtime, version) else {
             return;
@@ -212,7 +212,10 @@ impl KnownFindings {
                 };
                 case.clause = Some(finding.clause.clone());
             }
-            CaseOutcome::Passed => case.finding_fixed = Some(finding.reference.clone()),
+            // A warning broke only should clauses: the listed must clause held, as in a pass.
+            CaseOutcome::Passed | CaseOutcome::Warning(_) => {
+                case.finding_fixed = Some(finding.reference.clone())
+            }
             _ => {}
         }
     }

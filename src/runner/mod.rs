@@ -272,7 +272,8 @@ pub struct CaseReport {
     /// recorded whatever the verdict.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
-    /// A listed finding for this case that did not show: the runtime may have fixed it.
+    /// A listed finding for this case that did not show (it passed or only warned): the
+    /// runtime may have fixed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finding_fixed: Option<String>,
     /// What makes its result depend on the machine rather than the runtime, if anything.
