@@ -272,7 +272,8 @@ pub struct CaseReport {
     /// recorded whatever the verdict.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
-    /// A listed finding for this case that did not show: the runtime may have fixed it.
+    /// A listed finding for this case that did not show (it passed or only warned): the
+    /// runtime may have fixed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finding_fixed: Option<String>,
     /// What makes its result depend on the machine rather than the runtime, if anything.
@@ -612,14 +613,16 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
     report
 }
 
-/// Applies a finding listed for this case: a failure of the listed clause (or an error of its
-/// setup) becomes `known`; a pass is flagged as maybe fixed. Other outcomes stay as they are.
+/// Applies a finding listed for this case: a failure of the listed must clause becomes
+/// `known`; a pass, or a warning (only should clauses broke, so the listed must held), is
+/// flagged as maybe fixed. An error stays an error: a setup that could not be made says
+/// nothing of the finding, and hiding it would hide a broken run.
 fn apply_finding(finding: &crate::contract::known::Finding, case: &mut CaseReport) {
-    let same_clause = case.clause.as_deref().is_none_or(|c| c == finding.clause);
     let reason = match &case.outcome {
-        CaseOutcome::Failed(reason) if same_clause => reason.clone(),
-        CaseOutcome::Error(reason) => reason.clone(),
-        CaseOutcome::Passed => {
+        CaseOutcome::Failed(reason) if case.clause.as_deref() == Some(finding.clause.as_str()) => {
+            reason.clone()
+        }
+        CaseOutcome::Passed | CaseOutcome::Warning(_) => {
             case.finding_fixed = Some(finding.reference.clone());
             return;
         }
