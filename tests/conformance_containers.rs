@@ -46,11 +46,11 @@ async fn outcome(steps: &str) -> CaseOutcome {
 )]
 #[case::sandbox_labels(
     "      - run_sandbox: {as: sb, pod: web, labels: {tier: web}}\n      - sandbox_status: {sandbox: sb, expect: {labels: {tier: db}}}\n",
-    "labels: expected {tier: db}, got {tier: web}"
+    "labels: expected at least {tier: db}, got {tier: web}"
 )]
 #[case::sandbox_annotations(
-    "      - run_sandbox: {as: sb, pod: web, annotations: {a: b}}\n      - sandbox_status: {sandbox: sb, expect: {annotations: {}}}\n",
-    "annotations: expected {}, got {a: b}"
+    "      - run_sandbox: {as: sb, pod: web, annotations: {a: b}}\n      - sandbox_status: {sandbox: sb, expect: {annotations: {a: c}}}\n",
+    "annotations: expected at least {a: c}, got {a: b}"
 )]
 #[case::sandbox_still_there(
     "      - run_sandbox: {as: sb, pod: web}\n      - sandbox_status: {sandbox: sb, expect: {error: {code: NotFound}}}\n",
@@ -77,8 +77,8 @@ async fn outcome(steps: &str) -> CaseOutcome {
     "state: expected running, got created"
 )]
 #[case::container_labels(
-    "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb, labels: {x: y}}\n      - container_status: {container: app, expect: {labels: {}}}\n",
-    "labels: expected {}, got {x: y}"
+    "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb, labels: {x: y}}\n      - container_status: {container: app, expect: {labels: {x: z}}}\n",
+    "labels: expected at least {x: z}, got {x: y}"
 )]
 #[case::container_log_path(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - container_status: {container: app, expect: {log_path: echoed}}\n",

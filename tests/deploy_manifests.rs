@@ -231,6 +231,7 @@ fn host_directories_are_mounted_at_their_own_paths_and_named_in_the_args(#[case]
         .flatten()
         .any(|a| a == "--report-line"));
     assert_eq!(flag(container, "snapshot-dir"), Some("/snapshots"));
+    assert_eq!(flag(container, "known"), Some("/findings"));
 }
 
 #[rstest]

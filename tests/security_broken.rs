@@ -237,11 +237,23 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
             // Cases for a feature the host lacks (an LSM) skip broken as they skip whole.
             CaseOutcome::Skipped(_) => {}
             CaseOutcome::Passed => live.push(name),
-            // Only a must clause's check may catch a broken security rule: an error is a broken
-            // run, and a warning or a known finding would let the rule go.
-            other @ (CaseOutcome::Error(_)
-            | CaseOutcome::Warning(_)
-            | CaseOutcome::Known { .. }) => {
+            // A case at should level (a refusal the contract recommends) catches the broken
+            // rule as a warning, at its check.
+            CaseOutcome::Warning(reason) => {
+                failed += 1;
+                let step = reason
+                    .strip_prefix("step ")
+                    .and_then(|rest| rest.split_once(" `"))
+                    .and_then(|(_, rest)| rest.split_once('`'))
+                    .map(|(step, _)| step)
+                    .unwrap_or_else(|| panic!("{name}: no step named: {reason}"));
+                assert!(
+                    CHECKS.contains(&step),
+                    "{name} should warn at a check, not at `{step}`: {reason}"
+                );
+            }
+            // An error is a broken run, and a known finding would let the rule go.
+            other @ (CaseOutcome::Error(_) | CaseOutcome::Known { .. }) => {
                 panic!("{name}: broken, it ended {other:?}, not failed at a check")
             }
         }

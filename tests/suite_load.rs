@@ -63,7 +63,7 @@ fn case(steps: &str) -> String {
 )]
 #[case::truncated_after_a_key(
     format!("{HEAD}  - name: one\n    steps:\n      - stop_sandbox"),
-    "6:20",
+    "6:9",
     "case `one`: step 1 `stop_sandbox`: a step is a single-key mapping such as `stop_sandbox: old`; `stop_sandbox` has no value"
 )]
 #[case::wrong_typed_number(

@@ -53,6 +53,10 @@ enum ImagesCommand {
         /// The snapshot tree shipped at /snapshots (`none`: no snapshots)
         #[arg(long, value_name = "DIR", default_value = "snapshots")]
         snapshots: PathBuf,
+        /// The known findings shipped at /findings, for `run --known /findings` (`none`:
+        /// none)
+        #[arg(long, value_name = "DIR", default_value = "findings")]
+        findings: PathBuf,
         /// The source revision for the `org.opencontainers.image.revision` label (left out
         /// when not given, so the digest depends on the inputs alone)
         #[arg(long, value_name = "REV")]
@@ -124,6 +128,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             binary,
             tag,
             snapshots,
+            findings,
             revision,
         } => {
             let binary = match binary {
@@ -133,6 +138,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let spec = images::HarnessSpec {
                 binary,
                 snapshots: (snapshots != Path::new("none")).then_some(snapshots),
+                findings: (findings != Path::new("none")).then_some(findings),
                 reference: tag,
                 revision,
             };

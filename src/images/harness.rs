@@ -17,6 +17,8 @@ use super::{Descriptor, ImageError};
 pub const HARNESS_BINARY: &str = "/cri-harness";
 /// Where the reference snapshots live in the image: `run --snapshot-dir /snapshots`.
 pub const HARNESS_SNAPSHOTS: &str = "/snapshots";
+/// Where the known findings live in the image: `run --known /findings`.
+pub const HARNESS_FINDINGS: &str = "/findings";
 /// The reference `images harness` tags the image with when given none.
 pub const HARNESS_REFERENCE: &str = concat!(
     "localhost/cri-harness/cri-harness:",
@@ -34,6 +36,8 @@ pub struct HarnessSpec {
     pub binary: PathBuf,
     /// The snapshot tree to ship (the repository's `snapshots/`), if any.
     pub snapshots: Option<PathBuf>,
+    /// The known findings to ship (the repository's `findings/`), if any.
+    pub findings: Option<PathBuf>,
     /// The reference the index names (`host/path:tag`).
     pub reference: String,
     /// The source revision for the revision label (left out when `None`, so an unknown
@@ -102,6 +106,10 @@ pub fn build_harness_with(
     if let Some(snapshots) = &spec.snapshots {
         tree.directory(relative(HARNESS_SNAPSHOTS), 0o755);
         snapshot_files = add_tree(&mut tree, snapshots, relative(HARNESS_SNAPSHOTS))?;
+    }
+    if let Some(findings) = &spec.findings {
+        tree.directory(relative(HARNESS_FINDINGS), 0o755);
+        add_tree(&mut tree, findings, relative(HARNESS_FINDINGS))?;
     }
     runtime_files.sort();
 
@@ -204,6 +212,7 @@ mod tests {
         HarnessSpec {
             binary,
             snapshots,
+            findings: None,
             reference: "localhost/cri-harness/cri-harness:test".to_owned(),
             revision: None,
         }

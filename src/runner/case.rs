@@ -85,7 +85,9 @@ impl<'a> CaseRun<'a> {
         let case = self.case;
         for (index, step) in case.steps.iter().enumerate() {
             self.current = index;
-            let result = step.run(&mut self.world).await;
+            // Boxed: the future of the largest step kind would otherwise sit in every case's
+            // future, on the stack of whichever thread polls it.
+            let result = Box::pin(step.run(&mut self.world)).await;
             for what in self.world.take_observations() {
                 self.notes.push(Note {
                     clause: case.clause_of(index).unwrap_or("-").to_owned(),

@@ -565,7 +565,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         unreachable,
         clause,
         notes,
-    } = case_outcome(shared, suite, case, number).await;
+    } = Box::pin(case_outcome(shared, suite, case, number)).await;
     let mut report = CaseReport {
         suite: suite.name.clone(),
         case: case.name.clone(),
@@ -706,7 +706,7 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 pulled: Some(shared.pulled.clone()),
                 kubelet: shared.config.kubelet,
             };
-            run_in(shared, suite, case, number, env).await
+            Box::pin(run_in(shared, suite, case, number, env)).await
         }
         None => {
             if case.needs(Need::Process) {
@@ -782,7 +782,7 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
                 pulled: None,
                 kubelet: shared.config.kubelet,
             };
-            run_in(shared, suite, case, number, env).await
+            Box::pin(run_in(shared, suite, case, number, env)).await
         }
         Err(err) => failed(format!("cannot connect to the mock runtime: {err}")),
     };
@@ -872,9 +872,20 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     };
     let client = run.client().clone();
     let cleaned = tokio::time::timeout(config.cleanup_timeout, async {
-        let removal = cleanup::remove(&client, &selector).await;
-        let left = cleanup::remaining(&client, &selector).await;
-        (removal, left)
+        // A case cut short mid-call (a timeout, Ctrl-C) can leave an object in a transient
+        // state the runtime will not remove yet (containerd: a container "in starting
+        // state"), so removal is tried again for a moment, as the kubelet retries it.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let removal = cleanup::remove(&client, &selector).await;
+            let left = cleanup::remaining(&client, &selector).await;
+            let done = left.as_ref().map_or(true, Vec::is_empty);
+            if done || tries >= CLEANUP_TRIES {
+                break (removal, left);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     })
     .await;
     // What the cleanup could not undo: the runtime kept objects that the contract says stop
@@ -1054,6 +1065,9 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         ),
     }
 }
+
+/// How many times cleanup removes what a case left before it reports a leak.
+const CLEANUP_TRIES: usize = 8;
 
 /// The clause a leak breaks: what a case made, the runtime's stop and remove must release.
 pub const LEAK_CLAUSE: &str = "sandbox.remove.releases-everything";

@@ -17,7 +17,7 @@ use crate::cri::CriClient;
 use crate::world::{StepError, World};
 
 /// The longest a graceful stop waits for the process's TERM trap.
-const TRAP_WAIT: Duration = Duration::from_secs(3);
+const TRAP_WAIT: Duration = Duration::from_secs(10);
 
 /// Pause between two reads of the process's signal mask.
 const TRAP_POLL: Duration = Duration::from_millis(10);
