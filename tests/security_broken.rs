@@ -88,6 +88,9 @@ fn inverted(case: &Case) -> Option<(Case, usize)> {
             }
             Step::CreateContainer(create) if create.expect.error.is_some() => {
                 create.expect.error = None;
+                // Expected to succeed now, it is still the case's expectation (its clause),
+                // not a setup whose failure would be an error of the case.
+                broken.step_clauses[index] = case.clause_of(index).map(str::to_owned);
                 return Some((broken, index));
             }
             Step::CheckLog(check) if !check.expect.lines.is_empty() => {
