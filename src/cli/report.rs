@@ -69,12 +69,15 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     }
     let written = merge::write(&args.out, &merged).context("writing the merged report")?;
     println!(
-        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} skipped",
+        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
         merged.nodes.len(),
         merged.groups.len(),
         merged.cases.len(),
         merged.count(Outcome::Passed),
         merged.count(Outcome::Failed),
+        merged.count(Outcome::Warning),
+        merged.count(Outcome::Error),
+        merged.count(Outcome::Known),
         merged.count(Outcome::Skipped),
     );
     for path in written {
