@@ -167,7 +167,7 @@ pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
     if !fixed.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} cases listed as known findings passed; the runtime may have fixed them:",
+            "\n{} cases listed as known findings passed (or only warned); the runtime may have fixed them:",
             fixed.len()
         );
         for case in fixed {

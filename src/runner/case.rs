@@ -120,7 +120,8 @@ impl<'a> CaseRun<'a> {
                 message,
                 transport: err.is_transport(),
                 unimplemented: err.unimplemented(),
-                clause: clause.map(str::to_owned),
+                // Unanswered, no clause was judged: the failure is the runtime's silence.
+                clause: clause.filter(|_| answered).map(str::to_owned),
                 setup: !expects,
                 lacks: match &err {
                     StepError::RuntimeLacks(what) => Some(what.clone()),

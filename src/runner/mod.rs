@@ -156,7 +156,7 @@ pub enum CaseOutcome {
     Skipped(Skip),
     /// A setup step or the harness failed, so there is no verdict on the runtime: the cause.
     Error(String),
-    /// It failed (or errored) as a listed finding says it does on this runtime.
+    /// It failed at the must clause a listed finding names for this runtime.
     Known {
         /// Why it failed, as it would have been reported.
         reason: String,
@@ -835,7 +835,8 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
                     message: format!("{}: timed out after {:?} (--case-timeout)", at(index), config.case_timeout),
                     transport: true,
                     lacking: None,
-                    clause: case.clause_of(index).map(str::to_owned),
+                    // Out of time, no clause was judged.
+                    clause: None,
                     setup: !case.expects(index),
                     probe_lacks: None,
                 })
@@ -939,22 +940,11 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         clause,
         notes: notes.clone(),
     };
-    if let Some(need) = lacks.filter(|_| failures.len() == 1) {
-        // The step failed only because the runtime does not implement the optional feature
-        // the case declares, and cleanup left nothing.
-        return Outcome {
-            unreachable: false,
-            ..ended(
-                CaseOutcome::skipped(
-                    SkipWhy::RuntimeLacks,
-                    format!("the runtime lacks {need}: {}", failures.join("; ")),
-                ),
-                None,
-            )
-        };
-    }
-    if let Some(what) = probe_lacks.filter(|_| failures.len() == 1) {
-        // A probe found nothing runtime-neutral to read, and cleanup left nothing: no verdict.
+    // The step failed only because the runtime does not implement the optional feature the
+    // case declares, or a probe found nothing runtime-neutral to read, and cleanup left
+    // nothing: no verdict.
+    let lacked = lacks.map(|need| need.to_string()).or(probe_lacks);
+    if let Some(what) = lacked.filter(|_| failures.len() == 1) {
         return Outcome {
             unreachable: false,
             ..ended(
@@ -1090,6 +1080,12 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
+
+    #[test]
+    fn the_clause_a_leak_breaks_is_a_must_clause_of_the_contract() {
+        let clause = crate::contract::contract().get(LEAK_CLAUSE);
+        assert_eq!(clause.map(|c| c.level), Some(crate::contract::Level::Must));
+    }
 
     #[rstest]
     #[case::plain("containerd", "containerd")]
