@@ -75,9 +75,39 @@ fn status(_inner: &mut Inner, request: v1::StatusRequest) -> Result<v1::StatusRe
             conditions: vec![ready("RuntimeReady"), ready("NetworkReady")],
         }),
         info,
-        ..Default::default()
+        runtime_handlers: HANDLERS
+            .iter()
+            .map(|&(name, features)| v1::RuntimeHandler {
+                name: name.to_owned(),
+                features: Some(features),
+            })
+            .collect(),
+        features: Some(v1::RuntimeFeatures {
+            supplemental_groups_policy: true,
+            user_namespaces_host_network: false,
+        }),
     })
 }
+
+/// The runtime handlers the mock reports, with their features: the default one has every
+/// feature CRI lets a handler report; `featureless` has none, so a run with
+/// `--runtime-handler featureless` shows the cases that need one skip.
+pub(crate) const HANDLERS: &[(&str, v1::RuntimeHandlerFeatures)] = &[
+    (
+        "",
+        v1::RuntimeHandlerFeatures {
+            recursive_read_only_mounts: true,
+            user_namespaces: true,
+        },
+    ),
+    (
+        "featureless",
+        v1::RuntimeHandlerFeatures {
+            recursive_read_only_mounts: false,
+            user_namespaces: false,
+        },
+    ),
+];
 
 /// True for a sandbox in the node's network namespace.
 pub(crate) fn is_host_network(status: &v1::PodSandboxStatus) -> bool {

@@ -20,7 +20,7 @@ pub fn host_lacks(root: &Path, need: Need) -> Option<&'static str> {
             .then_some("the host kernel does not enable AppArmor (/sys/module/apparmor/parameters/enabled is not Y)"),
         Need::Selinux => (!selinux_enabled(root))
             .then_some("the host kernel does not enable SELinux (no selinuxfs with an enforce file at /sys/fs/selinux)"),
-        Need::MockControl | Need::Process | Need::Online | Need::PodSandboxStats => None,
+        _ => None,
     }
 }
 

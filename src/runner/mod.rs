@@ -4,6 +4,7 @@
 
 pub mod case;
 pub mod cleanup;
+pub mod features;
 pub mod host;
 pub mod lsm;
 pub mod snapshot;
@@ -796,6 +797,26 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
 /// warns, an `observed` is only noted; a setup step that fails is an error of the case.
 async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env: Env) -> Outcome {
     let config = &shared.config;
+    if case.needs.iter().any(|need| need.in_status()) {
+        // Asked of the target itself, for the handler the case's sandboxes will ask for.
+        match env.client.status(false).await {
+            Ok(status) => {
+                if let Some((need, why)) =
+                    features::first_status_lack(&status, &env.runtime_handler, &case.needs)
+                {
+                    return Outcome::of(CaseOutcome::skipped(
+                        SkipWhy::RuntimeLacks,
+                        format!("the runtime lacks {need}: {why}"),
+                    ));
+                }
+            }
+            Err(err) => {
+                return Outcome::of(CaseOutcome::Error(format!(
+                    "cannot read the runtime's features from Status: {err}"
+                )))
+            }
+        }
+    }
     let env_dir = env.host_dir.clone();
     let mut run = CaseRun::new(case, env, &config.run_id, number);
     let at = |index: usize| {

@@ -158,6 +158,26 @@ pub enum Need {
     /// SELinux in the host's kernel (selinuxfs mounted), which a runtime needs to label a
     /// container: decided on the host before the case runs; a host without it skips the case.
     Selinux,
+    /// User namespaces for pods (`NamespaceOption.userns_options`), as the run's runtime
+    /// handler reports them in `Status.runtime_handlers[].features.user_namespaces`.
+    UserNamespaces,
+    /// Recursive read-only mounts (`Mount.recursive_read_only`), as the run's runtime handler
+    /// reports them in `Status.runtime_handlers[].features.recursive_read_only_mounts`.
+    RecursiveReadOnlyMounts,
+    /// `SupplementalGroupsPolicy` and `ContainerStatus.user`, as the runtime reports them in
+    /// `Status.features.supplemental_groups_policy`.
+    SupplementalGroupsPolicy,
+    /// The RuntimeConfig RPC (the cgroup driver); Unimplemented means the runtime lacks it.
+    RuntimeConfig,
+    /// GetContainerEvents, the event stream the evented PLEG reads; Unimplemented means the
+    /// runtime lacks it.
+    ContainerEvents,
+    /// ListMetricDescriptors and ListPodSandboxMetrics; Unimplemented means the runtime lacks
+    /// them.
+    PodSandboxMetrics,
+    /// Image volumes (`Mount.image`); a CreateContainer answered Unimplemented means the
+    /// runtime lacks them.
+    ImageVolumes,
 }
 
 impl Need {
@@ -170,7 +190,23 @@ impl Need {
             Need::PodSandboxStats => "pod_sandbox_stats",
             Need::Apparmor => "apparmor",
             Need::Selinux => "selinux",
+            Need::UserNamespaces => "user_namespaces",
+            Need::RecursiveReadOnlyMounts => "recursive_read_only_mounts",
+            Need::SupplementalGroupsPolicy => "supplemental_groups_policy",
+            Need::RuntimeConfig => "runtime_config",
+            Need::ContainerEvents => "container_events",
+            Need::PodSandboxMetrics => "pod_sandbox_metrics",
+            Need::ImageVolumes => "image_volumes",
         }
+    }
+
+    /// True for a need the runtime answers in `Status` (its features, or its runtime
+    /// handlers' features): decided before the case runs, by asking the target.
+    pub fn in_status(self) -> bool {
+        matches!(
+            self,
+            Need::UserNamespaces | Need::RecursiveReadOnlyMounts | Need::SupplementalGroupsPolicy
+        )
     }
 
     /// The CRI methods whose Unimplemented answer means the runtime lacks this optional
@@ -178,6 +214,10 @@ impl Need {
     pub fn methods(self) -> &'static [&'static str] {
         match self {
             Need::PodSandboxStats => &["PodSandboxStats", "ListPodSandboxStats"],
+            Need::RuntimeConfig => &["RuntimeConfig"],
+            Need::ContainerEvents => &["GetContainerEvents"],
+            Need::PodSandboxMetrics => &["ListMetricDescriptors", "ListPodSandboxMetrics"],
+            Need::ImageVolumes => &["CreateContainer"],
             _ => &[],
         }
     }
