@@ -8,6 +8,7 @@ mod authority;
 mod call_log;
 mod clock;
 mod control;
+mod defects;
 mod dispatch;
 mod error;
 mod faults;
@@ -21,6 +22,7 @@ mod status_info;
 mod streaming;
 mod summary;
 
+pub use defects::Defect;
 pub use error::MockError;
 pub use server::MockServer;
 
@@ -51,6 +53,8 @@ pub(crate) struct Inner {
     pub(crate) version: v1::VersionResponse,
     /// The streaming server Exec, Attach and PortForward URLs point at.
     pub(crate) streaming: streaming::Streaming,
+    /// The contract breaks this instance was made with (none, but in tests of the cases).
+    pub(crate) defects: defects::Defects,
 }
 
 impl Default for Inner {
@@ -62,6 +66,7 @@ impl Default for Inner {
             log: call_log::CallLog::default(),
             version: default_version(),
             streaming: streaming::Streaming::default(),
+            defects: defects::Defects::new(),
         }
     }
 }
@@ -92,6 +97,19 @@ impl MockRuntime {
     /// A fresh mock: no objects, wall clock, no faults, empty call log.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh mock that breaks the contract in each of `defects`: for tests that show a
+    /// case catches a runtime with that defect.
+    pub fn with_defects(defects: impl IntoIterator<Item = Defect>) -> Self {
+        let mock = Self::default();
+        mock.lock().defects.extend(defects);
+        mock
+    }
+
+    /// True when this instance was made with `defect`.
+    pub(crate) fn has(inner: &Inner, defect: Defect) -> bool {
+        inner.defects.contains(&defect)
     }
 
     /// Locks the shared state.

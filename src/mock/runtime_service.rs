@@ -13,7 +13,7 @@ use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::state::{container_name, sandbox_name, selector, Process};
-use super::{stats, status_info, streaming, Inner, MockRuntime};
+use super::{stats, status_info, streaming, Defect, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -479,6 +479,11 @@ fn stop_container(
     // Idempotent by the contract, as StopPodSandbox: an unknown id is already stopped.
     let key = match inner.state.find_container(&request.container_id) {
         Ok(key) => key,
+        Err(err @ RpcError::ContainerNotFound { .. })
+            if MockRuntime::has(inner, Defect::StopUnknownContainerNotFound) =>
+        {
+            return Err(err)
+        }
         Err(RpcError::ContainerNotFound { .. }) => return Ok(v1::StopContainerResponse {}),
         Err(err) => return Err(err),
     };

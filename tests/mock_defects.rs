@@ -1,0 +1,87 @@
+//! Each contract break the mock can be built with ([`Defect`]) is caught by the cases of its
+//! feature: run on a mock with that defect, every case its row names fails (at an expectation,
+//! not in setup); run on a mock without it, the same cases pass. A defect with no row fails the
+//! table test, so a new feature cannot land without cases shown to check it.
+
+mod support;
+
+use cri_harness::cri::Endpoint;
+use cri_harness::mock::{Defect, MockRuntime};
+use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
+use cri_harness::suite;
+
+/// Each defect, and the embedded cases (`suite/case`) that must catch it.
+const CAUGHT_BY: &[(Defect, &[&str])] = &[(
+    Defect::StopUnknownContainerNotFound,
+    &["conformance-container/stopping-an-unknown-container-id-succeeds"],
+)];
+
+/// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
+/// run as a real runtime would be.
+async fn outcomes(defects: &[Defect], cases: &[&str]) -> Vec<(String, CaseOutcome)> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockRuntime::with_defects(defects.iter().copied())
+        .serve_unix(&dir.path().join("mock.sock"))
+        .await
+        .unwrap();
+    let endpoint = Endpoint::Unix(server.path().to_path_buf());
+    let suites = suite::load_embedded()
+        .suites
+        .into_iter()
+        .filter_map(|mut s| {
+            let name = s.name.clone();
+            s.cases
+                .retain(|c| cases.contains(&format!("{name}/{}", c.name).as_str()));
+            (!s.cases.is_empty()).then_some(s)
+        })
+        .collect::<Vec<_>>();
+    let found: usize = suites.iter().map(|s| s.cases.len()).sum();
+    assert_eq!(
+        found,
+        cases.len(),
+        "every case of the row exists: {cases:?}"
+    );
+    let target = Target::Endpoint {
+        runtime: endpoint.clone(),
+        image: endpoint,
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let config = support::run_config(target, suites, "defects", scratch.path());
+    let report = runner::run(config, Interrupt::new(), None).await;
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    report
+        .cases
+        .into_iter()
+        .map(|c| (format!("{}/{}", c.suite, c.case), c.outcome))
+        .collect()
+}
+
+#[test]
+fn every_defect_has_cases_that_must_catch_it() {
+    for defect in Defect::ALL {
+        assert!(
+            CAUGHT_BY
+                .iter()
+                .any(|(d, cases)| d == defect && !cases.is_empty()),
+            "{defect:?} has no row in CAUGHT_BY"
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_defect_fails_its_cases_and_a_sound_mock_passes_them() {
+    for (defect, cases) in CAUGHT_BY {
+        for (case, outcome) in outcomes(&[*defect], cases).await {
+            assert!(
+                matches!(outcome, CaseOutcome::Failed(_)),
+                "{defect:?}: {case} should fail at an expectation, got {outcome:?}"
+            );
+        }
+        for (case, outcome) in outcomes(&[], cases).await {
+            assert!(
+                matches!(outcome, CaseOutcome::Passed),
+                "without {defect:?}: {case} should pass, got {outcome:?}"
+            );
+        }
+    }
+}
