@@ -1,92 +1,150 @@
 #!/usr/bin/env bash
-# Prints how long a conformance part takes on a runtime at --parallel 2, next to critest
-# v1.26.1's time for the same specs on this machine kind, and where the time goes.
-#   part 1: critest's first half (runtime info, sandboxes, containers, images, logs, stats,
-#           exec, networking), the cases tagged `core`;
-#   part 2: the security contract (35 Security Context and 3 Mount Propagation specs), the
-#           cases tagged `security`.
+# Where a conformance set's time goes at --parallel 2 on a runtime, case by case, and, when a
+# critest binary is at hand, how long critest takes for the same specs on the same machine in
+# the same run (alternating, so both see the same load). No ratio is ever taken against a
+# figure from another day.
+#   core:      runtime info, sandboxes, containers, images, idempotence, logs, stats, OOM,
+#              read-only mounts, networking, multiple containers' log and network;
+#   security:  Security Context, Mount Propagation, AppArmor;
+#   streaming: the Streaming specs and multiple containers' exec.
+# A set's cases are those docs/critest.md names for its specs ("mirrors"). For each it prints
+# each case's median wall time and its share of the set, the critical path of the two workers,
+# and the time spent in CRI calls against the time spent waiting (polls, retries, sleeps).
 # A benchmark that prints figures, not a test: it fails only if a case fails.
 #
-# Usage: ci/conformance-speed.sh [RUNS] [PART]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
+# Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
 # Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2),
-#   CRIH_KNOWN (findings files, default findings/).
+#   CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary: run side by
+#   side), CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec
+#   times, printed beside each case for reference; default ../shared/critest-v1.36.0-specs.md
+#   when it exists; never divided by).
 set -euo pipefail
 
 RUNS="${1:-3}"
-PART="${2:-1}"
+SET="${2:-core}"
 BIN="${CRIH_BIN:-target/release/cri-harness}"
 PARALLEL="${CRIH_PARALLEL:-2}"
-# The runtime's known findings (a listed failure is `known`, not a failure of the figures).
 KNOWN="${CRIH_KNOWN:-findings}"
+TIMES="${CRITEST_TIMES:-../shared/critest-v1.36.0-specs.md}"
 : "${CONTAINER_RUNTIME_ENDPOINT:?set it (ci/containerd.sh up prints it)}"
-# critest v1.26.1 here, summed over the part's specs at one process (the specs file); at
-# -parallel=2 its whole run takes 41 s against 82.6 s at one, so the part takes that share.
-case "$PART" in
-1) AREAS='^\| (Container runtime|Image Manager|Multiple Containers [^|]*should support (container log|network)|Networking|PodSandbox|Runtime info)'
-   TAGS=core CRITEST_ONE=30.0 CRITEST_TWO=14.9 SPECS=36 ;;
-2) AREAS='^\| (Security Context|Container Mount Propagation) '
-   TAGS=security CRITEST_ONE=41.7 CRITEST_TWO=20.7 SPECS=38 ;;
-*) echo "conformance-speed: PART is 1 or 2, not $PART" >&2; exit 2 ;;
+case "$SET" in
+core) AREAS='^(Runtime info|PodSandbox runtime|Container runtime|Container OOM|Container Mount Readonly|Idempotence|Image (Manager|Consistency|Identifier)|Networking|Multiple Containers .*should support (container log|network))' ;;
+security) AREAS='^(Security Context|Container Mount Propagation|AppArmor)' ;;
+streaming) AREAS='^(Streaming|Multiple Containers .*should support container exec)' ;;
+*) echo "conformance-speed: SET is core, security or streaming, not $SET" >&2; exit 2 ;;
 esac
 
-# The cases that mirror the part's specs, as the README's critest table names them.
-mirrors="$(sed -n '/<!-- critest table/,/<!-- end of critest table/p' README.md |
-    grep -E "$AREAS" | grep -o '`conformance-[a-z-]*/[a-z0-9-]*`' | tr -d '`' | sort -u | paste -sd'|')"
-[[ -n "$mirrors" ]] || { echo "conformance-speed: no part $PART rows in README.md's critest table" >&2; exit 1; }
+# The set's specs and the cases docs/critest.md names for them, one `spec<TAB>case,case` a line.
+rows="$(sed -n '/<!-- critest v1.36.0 table/,/<!-- end of critest v1.36.0 table/p' docs/critest.md |
+    grep '^| ' | grep -v '^| critest\|^|---\|cri-harness bench' |
+    sed -e 's/\\|/\x01/g' -e 's/^| //' -e 's/ |$//' -e 's/ | /\t/' -e 's/\x01/|/g' -e 's/`//g' |
+    grep -E "$AREAS" | grep -v $'\t-$' || true)"
+[[ -n "$rows" ]] || { echo "conformance-speed: no $SET rows in docs/critest.md" >&2; exit 1; }
+mirrors="$(cut -f2 <<<"$rows" | tr ',' '\n' | tr -d ' ' | sort -u | paste -sd'|')"
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-# `set` mirrors: the cases that mirror critest's specs; `set` core: every case of the part.
-measure() {
-    local name="$1"
-    shift
-    for ((i = 1; i <= RUNS; i++)); do
-        start=$(date +%s.%N)
-        "$BIN" run -r "$CONTAINER_RUNTIME_ENDPOINT" --tags "$TAGS" --parallel "$PARALLEL" \
-            --known "$KNOWN" "$@" \
-            --report-dir "$out/$name$i" >"$out/$name$i.log" 2>&1 || {
-            cat "$out/$name$i.log"
-            echo "conformance-speed: run $i had failures" >&2
-            exit 1
-        }
-        end=$(date +%s.%N)
-        echo "$start $end" >"$out/$name$i.time"
-    done
+printf '%s\n' "$rows" >"$out/rows.tsv"
+harness() {
+    local i="$1" start end
+    start=$(date +%s.%N)
+    "$BIN" run -r "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" --known "$KNOWN" \
+        --focus "^($mirrors)\$" --report-dir "$out/run$i" >"$out/run$i.log" 2>&1 || {
+        cat "$out/run$i.log"
+        echo "conformance-speed: run $i had failures" >&2
+        exit 1
+    }
+    end=$(date +%s.%N)
+    echo "$start $end" >"$out/run$i.time"
 }
-measure mirrors --focus "^($mirrors)\$"
-measure core
-
-for name in mirrors core; do
-python3 - "$out" "$RUNS" "$PARALLEL" "$CRITEST_ONE" "$CRITEST_TWO" "$name" "$PART" "$SPECS" "$TAGS" <<'PY'
-import json, statistics, sys
-out, runs, parallel = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-critest_one, critest_two = float(sys.argv[4]), float(sys.argv[5])
-name, part, specs, tags = sys.argv[6], sys.argv[7], sys.argv[8], sys.argv[9]
-walls, cases = [], {}
-for i in range(1, runs + 1):
-    start, end = map(float, open(f"{out}/{name}{i}.time").read().split())
-    walls.append(end - start)
-    report = json.load(open(f"{out}/{name}{i}/results.json"))
-    for case in report["cases"]:
-        if case["outcome"] == "passed":
-            cases.setdefault(f'{case["suite"]}/{case["case"]}', []).append(case["duration"])
-wall = statistics.median(walls)
-busy = sum(statistics.median(d) for d in cases.values())
-title = {"mirrors": f"part {part}: cases mirroring critest's {specs} specs", "core": f"part {part}: every case tagged {tags}"}[name]
-print(f"{title}: {len(cases)} passing cases, --parallel {parallel}, {runs} runs")
-print(f"  wall time: median {wall:.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls)})")
-print(f"  case time: {busy:.2f} s summed over cases (one process would need about that)")
-print(f"  critest v1.26.1, same specs: {critest_one:.1f} s at one process, about {critest_two:.1f} s at -parallel=2")
-if name == "mirrors":
-    print(f"  ratio to critest at two: {wall / critest_two:.2f} (target: at most 0.50)")
-print("  slowest cases (median seconds):")
-for name, d in sorted(cases.items(), key=lambda kv: -statistics.median(kv[1]))[:10]:
-    print(f"    {statistics.median(d):6.3f}  {name}")
-by_suite = {}
-for name, d in cases.items():
-    by_suite.setdefault(name.split("/")[0], []).append(statistics.median(d))
-print("  by suite (summed case seconds):")
-for suite, d in sorted(by_suite.items(), key=lambda kv: -sum(kv[1])):
-    print(f"    {sum(d):6.2f}  {suite} ({len(d)} cases)")
-PY
+critest() {
+    local i="$1" start end focus
+    # The specs as one anchored alternation of regex-quoted names.
+    focus="$(cut -f1 "$out/rows.tsv" | sed -e 's/[][\.|$^*+?(){}]/\\&/g' | paste -sd'|')"
+    start=$(date +%s.%N)
+    "$CRITEST" --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" \
+        --ginkgo.focus "^($focus)\$" >"$out/critest$i.log" 2>&1 || true
+    end=$(date +%s.%N)
+    echo "$start $end" >"$out/critest$i.time"
+}
+for ((i = 1; i <= RUNS; i++)); do
+    harness "$i"
+    if [[ -n "${CRITEST:-}" ]]; then critest "$i"; fi
 done
+
+python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" <<'PY'
+import json, os, statistics, sys
+out, runs, parallel, set_name, times_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+rows = [line.rstrip("\n").split("\t") for line in open(f"{out}/rows.tsv") if line.strip()]
+spec_of = {}
+for spec, cases in rows:
+    for case in cases.split(","):
+        spec_of.setdefault(case.strip(), []).append(spec)
+critest_seconds = {}
+if os.path.exists(times_file):
+    for line in open(times_file):
+        cells = [c.strip() for c in line.strip().strip("|").replace("\\|", "\x01").split("|")]
+        if len(cells) == 3:
+            try:
+                critest_seconds[cells[0].replace("\x01", "|")] = float(cells[2])
+            except ValueError:
+                pass
+
+def wall(name, i):
+    start, end = map(float, open(f"{out}/{name}{i}.time").read().split())
+    return end - start
+
+walls = [wall("run", i) for i in range(1, runs + 1)]
+per_case, spent, paths = {}, {"cri": [], "waiting": [], "calls": [], "busy": []}, []
+for i in range(1, runs + 1):
+    report = json.load(open(f"{out}/run{i}/results.json"))
+    cases = [c for c in report["cases"] if c["outcome"] not in ("skipped",)]
+    for c in cases:
+        d = per_case.setdefault(f'{c["suite"]}/{c["case"]}', {"wall": [], "cri": [], "waiting": [], "outcome": c["outcome"]})
+        d["wall"].append(c["duration"])
+        d["cri"].append(c["timing"]["cri"])
+        d["waiting"].append(c["timing"]["waiting"])
+    spent["cri"].append(sum(c["timing"]["cri"] for c in cases))
+    spent["waiting"].append(sum(c["timing"]["waiting"] for c in cases))
+    spent["calls"].append(sum(c["timing"]["calls"] for c in cases))
+    spent["busy"].append(sum(c["duration"] for c in cases))
+    # The workers: each case went to the worker that was free when it started.
+    workers = [[] for _ in range(parallel)]
+    free = [0.0] * parallel
+    for c in sorted(cases, key=lambda c: c["timing"]["started"]):
+        start, end = c["timing"]["started"], c["timing"]["started"] + c["duration"]
+        w = min(range(parallel), key=lambda k: (free[k] > start + 1e-3, free[k]))
+        workers[w].append((start, end, f'{c["suite"]}/{c["case"]}'))
+        free[w] = max(free[w], end)
+    paths.append(max(workers, key=lambda chain: chain[-1][1] if chain else 0.0))
+
+median = statistics.median
+busy = median(spent["busy"])
+print(f"set {set_name}: {len(per_case)} cases mirroring {len(rows)} critest v1.36.0 specs, --parallel {parallel}, {runs} runs")
+print(f"  wall time: median {median(walls):.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls)})")
+print(f"  summed case time: {busy:.2f} s; in CRI calls {median(spent['cri']):.2f} s ({median(spent['calls']):.0f} calls), "
+      f"waiting on purpose {median(spent['waiting']):.2f} s, the rest {busy - median(spent['cri']) - median(spent['waiting']):.2f} s "
+      "(the harness's own work, and calls it makes outside a case's scope, e.g. streams)")
+critest_walls = []
+if os.path.exists(f"{out}/critest1.time"):
+    critest_walls = [wall("critest", i) for i in range(1, runs + 1)]
+    ratio = median(walls) / median(critest_walls)
+    print(f"  critest, same specs, same machine, alternating runs: median {median(critest_walls):.2f} s "
+          f"(runs: {', '.join(f'{w:.2f}' for w in critest_walls)}); ratio {ratio:.2f} (target: at most 0.40)")
+else:
+    print("  critest: not run (set CRITEST to a critest binary to time it side by side)")
+print("  cases by median wall time (share of summed case time; CRI / waiting; critest's recorded time for its spec, for reference):")
+for name, d in sorted(per_case.items(), key=lambda kv: -median(kv[1]["wall"])):
+    w = median(d["wall"])
+    ref = [critest_seconds[s] for s in spec_of.get(name, []) if s in critest_seconds]
+    ref_text = f"; critest {ref[0]:.1f} s" if ref else ""
+    print(f"    {w:6.3f} s {100 * w / busy:5.1f}%  cri {median(d['cri']):.3f} / wait {median(d['waiting']):.3f}{ref_text}  {name}"
+          + ("" if d["outcome"] == "passed" else f" [{d['outcome']}]"))
+path = paths[walls.index(median(walls))] if len(walls) % 2 else paths[-1]
+print(f"  critical path (the worker that finished last, in the median run): {len(path)} cases, ends at {path[-1][1]:.2f} s")
+previous = 0.0
+for start, end, name in path:
+    gap = start - previous
+    print(f"    {start:6.2f} → {end:6.2f} s ({end - start:5.2f} s{', idle ' + format(gap, '.2f') + ' s before' if gap > 0.05 else ''})  {name}")
+    previous = end
+PY

@@ -17,4 +17,5 @@ pub mod report;
 pub mod runner;
 pub mod streaming;
 pub mod suite;
+pub mod timing;
 pub mod world;

@@ -1,31 +1,45 @@
-//! The README's critest-spec → case table is true: it has a row for each of critest v1.26.1's
-//! specs of the first conformance part (36), of the second (the 35 Security Context and 3
-//! Mount Propagation specs), of streaming (the 5 Streaming specs and multiple containers'
-//! exec) and its five benchmarks; every case a row names exists and cites
-//! that spec in its `about:`, every case that cites a spec is in its row, and each benchmark
-//! row names a benchmark `cri-harness bench` runs.
+//! `docs/critest.md` is true. Its v1.36.0 table has exactly one row for each spec critest
+//! v1.36.0 registers on this machine kind (`tests/fixtures/critest/v1.36.0.txt`: 117
+//! validation specs and 5 benchmarks), and its master table one row for each master spec the
+//! harness mirrors (`master.txt`). Every case a row names exists and cites that spec in its
+//! `about:`; every case that cites a spec is in its row; a case cites no spec that critest
+//! does not have (`critest "X"` names a v1.36.0, master or SELinux spec; `critest v1.26.1 "X"`
+//! one of v1.26.1); each benchmark row names a benchmark `cri-harness bench` runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use cri_harness::bench::Benchmark;
 use cri_harness::suite;
 
-const START: &str = "<!-- critest table: checked by tests/critest_table.rs -->";
-const END: &str = "<!-- end of critest table -->";
-/// The areas of the second part: the security contract.
-const PART_TWO: &[&str] = &["Security Context ", "Container Mount Propagation "];
-/// The streaming part: the five Streaming specs and this one.
-const MULTIPLE_EXEC: &str =
-    "Multiple Containers [Conformance] when running multiple containers in a pod should support container exec";
+const DOC: &str = "docs/critest.md";
 
-/// `spec → cases` from the README, and the benchmark rows' names.
-fn table() -> (BTreeMap<String, BTreeSet<String>>, BTreeMap<String, String>) {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let start = readme.find(START).expect("the table's start marker") + START.len();
-    let end = readme.find(END).expect("the table's end marker");
-    let mut specs = BTreeMap::new();
-    let mut benchmarks = BTreeMap::new();
-    for row in readme[start..end].lines().filter(|l| l.starts_with("| ")) {
+/// The spec names of one fixture file.
+fn fixture(name: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(format!("tests/fixtures/critest/{name}"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A table of the doc: `spec → cases`, and its benchmark rows' names.
+struct Table {
+    specs: BTreeMap<String, Vec<String>>,
+    benchmarks: BTreeMap<String, String>,
+}
+
+fn table(which: &str) -> Table {
+    let doc = std::fs::read_to_string(DOC).unwrap();
+    let start_marker = format!("<!-- critest {which} table: checked by tests/critest_table.rs -->");
+    let end_marker = format!("<!-- end of critest {which} table -->");
+    let start = doc.find(&start_marker).expect("the table's start marker") + start_marker.len();
+    let end = doc.find(&end_marker).expect("the table's end marker");
+    let mut table = Table {
+        specs: BTreeMap::new(),
+        benchmarks: BTreeMap::new(),
+    };
+    for row in doc[start..end].lines().filter(|l| l.starts_with("| ")) {
         // A `|` inside a spec's name is written `\|`, as Markdown tables need.
         let row = row.replace("\\|", "\u{0}");
         let cells: Vec<String> = row
@@ -33,45 +47,36 @@ fn table() -> (BTreeMap<String, BTreeSet<String>>, BTreeMap<String, String>) {
             .split('|')
             .map(|cell| cell.trim().replace('\u{0}', "|"))
             .collect();
-        if cells.len() < 2 || cells[0] == "critest v1.26.1 spec" || cells[0].starts_with("---") {
+        if cells.len() < 2 || cells[0].starts_with("critest ") || cells[0].starts_with("---") {
             continue;
         }
         let spec = cells[0].clone();
         if let Some(bench) = cells[1].strip_prefix("`cri-harness bench` ") {
-            benchmarks.insert(spec, bench.trim_matches('`').to_owned());
+            table
+                .benchmarks
+                .insert(spec, bench.trim_matches('`').to_owned());
             continue;
         }
         let cases = cells[1]
             .split(", ")
+            .filter(|c| *c != "-")
             .map(|c| c.trim_matches('`').to_owned())
             .collect();
         assert!(
-            specs.insert(spec.clone(), cases).is_none(),
+            table.specs.insert(spec.clone(), cases).is_none(),
             "{spec} has two rows"
         );
     }
-    (specs, benchmarks)
+    table
 }
 
 fn normal(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-#[test]
-fn every_spec_of_both_parts_has_its_cases_and_every_cited_case_is_in_the_table() {
-    let (specs, benchmarks) = table();
-    let (streaming, rest): (Vec<&String>, Vec<&String>) = specs
-        .keys()
-        .partition(|spec| spec.starts_with("Streaming ") || spec.as_str() == MULTIPLE_EXEC);
-    let (part_two, part_one): (Vec<&String>, Vec<&String>) = rest
-        .into_iter()
-        .partition(|spec| PART_TWO.iter().any(|area| spec.starts_with(area)));
-    assert_eq!(part_one.len(), 36, "{part_one:#?}");
-    assert_eq!(part_two.len(), 38, "{part_two:#?}");
-    assert_eq!(streaming.len(), 6, "{streaming:#?}");
-    assert_eq!(benchmarks.len(), 5, "{benchmarks:#?}");
-    let loaded = suite::load_embedded();
-    let abouts: BTreeMap<String, String> = loaded
+/// Every embedded case's `suite/case` and its `about:`, whitespace folded.
+fn abouts() -> BTreeMap<String, String> {
+    suite::load_embedded()
         .suites
         .iter()
         .flat_map(|s| {
@@ -82,33 +87,111 @@ fn every_spec_of_both_parts_has_its_cases_and_every_cited_case_is_in_the_table()
                 )
             })
         })
-        .collect();
-    for (spec, cases) in &specs {
-        assert!(!cases.is_empty(), "{spec} has no case");
+        .collect()
+}
+
+/// The specs `about` cites with `marker` (`critest "` or `critest v1.26.1 "`).
+fn citations<'a>(about: &'a str, marker: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    about
+        .match_indices(marker)
+        .filter(move |(at, _)| marker != "critest \"" || !about[..*at].ends_with("v1.26.1 "))
+        .filter_map(move |(at, _)| {
+            let rest = &about[at + marker.len()..];
+            rest.find('"').map(|end| &rest[..end])
+        })
+}
+
+fn check_rows(which: &str, table: &Table, abouts: &BTreeMap<String, String>) {
+    for (spec, cases) in &table.specs {
+        assert!(!cases.is_empty(), "{which}: {spec} has no case");
         for case in cases {
             let about = abouts
                 .get(case)
-                .unwrap_or_else(|| panic!("{spec}: no case {case}"));
+                .unwrap_or_else(|| panic!("{which}: {spec}: no case {case}"));
             assert!(
-                about.contains(&format!("\"{spec}\"")),
-                "{case} does not cite \"{spec}\" in its about: {about}"
+                citations(about, "critest \"").any(|cited| cited == spec),
+                "{case} does not cite critest \"{spec}\" in its about: {about}"
             );
         }
     }
-    for (case, about) in &abouts {
-        for (spec, cases) in &specs {
-            if about.starts_with(&format!("critest \"{spec}\"")) {
-                assert!(
-                    cases.contains(case),
-                    "{case} mirrors \"{spec}\" but its row omits it"
-                );
-            }
-        }
-    }
+}
+
+#[test]
+fn every_v1_36_spec_has_a_row_with_cases_that_cite_it() {
+    let table = table("v1.36.0");
+    let rows: BTreeSet<String> = table
+        .specs
+        .keys()
+        .chain(table.benchmarks.keys())
+        .cloned()
+        .collect();
+    let specs = fixture("v1.36.0.txt");
+    assert_eq!(
+        specs.len(),
+        122,
+        "117 validation specs and 5 benchmarks register here"
+    );
+    let missing: Vec<_> = specs.difference(&rows).collect();
+    let extra: Vec<_> = rows.difference(&specs).collect();
+    assert!(missing.is_empty(), "specs with no row: {missing:#?}");
+    assert!(
+        extra.is_empty(),
+        "rows that are no v1.36.0 spec: {extra:#?}"
+    );
+    check_rows("v1.36.0", &table, &abouts());
     let known: BTreeSet<String> = Benchmark::ALL.iter().map(ToString::to_string).collect();
-    let named: BTreeSet<String> = benchmarks.values().cloned().collect();
+    let named: BTreeSet<String> = table.benchmarks.values().cloned().collect();
     assert_eq!(
         named, known,
         "each of bench's benchmarks has exactly one row"
     );
+}
+
+#[test]
+fn every_master_spec_the_harness_mirrors_has_a_row_with_cases_that_cite_it() {
+    let table = table("master");
+    let rows: BTreeSet<String> = table.specs.keys().cloned().collect();
+    assert_eq!(rows, fixture("master.txt"));
+    check_rows("master", &table, &abouts());
+}
+
+#[test]
+fn every_cited_spec_exists_and_its_row_names_the_case() {
+    let current: BTreeSet<String> = fixture("v1.36.0.txt")
+        .into_iter()
+        .chain(fixture("master.txt"))
+        .chain(fixture("selinux.txt"))
+        .collect();
+    let older = fixture("v1.26.1.txt");
+    let tables = [table("v1.36.0"), table("master")];
+    let mut cited = 0;
+    for (case, about) in abouts() {
+        for spec in citations(&about, "critest \"") {
+            cited += 1;
+            // `"... tail"` refers back to a spec the about cited in full.
+            if let Some(tail) = spec.strip_prefix("... ") {
+                assert!(
+                    current.iter().any(|s| s.ends_with(tail)),
+                    "{case} cites no spec's tail: {spec}"
+                );
+                continue;
+            }
+            assert!(
+                current.contains(spec),
+                "{case} cites critest \"{spec}\", which v1.36.0 and master do not have (cite an older name as critest v1.26.1 \"...\")"
+            );
+            for table in &tables {
+                if let Some(cases) = table.specs.get(spec) {
+                    assert!(
+                        cases.contains(&case),
+                        "{case} mirrors \"{spec}\" but its row omits it"
+                    );
+                }
+            }
+        }
+        for spec in citations(&about, "critest v1.26.1 \"") {
+            assert!(older.contains(spec), "{case} cites no v1.26.1 spec: {spec}");
+        }
+    }
+    assert!(cited > 100, "only {cited} citations found");
 }

@@ -185,10 +185,12 @@ impl CriClient {
             .map(|log| (log, log.start(method, request.summary())));
         tracing::debug!(method, request = %request.summary(), "CRI call");
         let span = tracing::debug_span!("cri_call", method);
-        let result = match tokio::time::timeout(self.timeout, send(request))
+        let started = std::time::Instant::now();
+        let answer = tokio::time::timeout(self.timeout, send(request))
             .instrument(span)
-            .await
-        {
+            .await;
+        crate::timing::cri_call(started.elapsed());
+        let result = match answer {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(CallError {
                 method,

@@ -375,6 +375,7 @@ mod tests {
             notes: Vec::new(),
             finding_fixed: None,
             environment: None,
+            timing: Default::default(),
             unreachable: false,
         }
     }

@@ -28,6 +28,7 @@ use crate::manager::KubeletProfile;
 use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
 use crate::suite::{step::Kind, Case, Need, Suite};
+use crate::timing;
 use crate::world::PulledImages;
 
 /// Consecutive cases that could not reach the runtime before the run gives up on it.
@@ -280,9 +281,29 @@ pub struct CaseReport {
     /// What makes its result depend on the machine rather than the runtime, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub environment: Option<&'static str>,
+    /// When it started and where its time went.
+    pub timing: CaseTiming,
     /// It failed because the runtime did not answer.
     #[serde(skip)]
     pub unreachable: bool,
+}
+
+/// When a case started, from the run's start, and how much of its time went to CRI calls and
+/// to waiting on purpose (polls, retries, sleeps); the rest is the harness's own work and
+/// time the runtime spent outside a call (e.g. a process's start seen by a poll).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CaseTiming {
+    /// From the run's start to the case's.
+    #[serde(serialize_with = "seconds")]
+    pub started: Duration,
+    /// Summed time inside the case's CRI calls.
+    #[serde(serialize_with = "seconds")]
+    pub cri: Duration,
+    /// How many CRI calls it made.
+    pub calls: u32,
+    /// Summed time it waited on purpose.
+    #[serde(serialize_with = "seconds")]
+    pub waiting: Duration,
 }
 
 impl CaseReport {
@@ -410,6 +431,8 @@ struct Shared {
     progress: Option<Progress>,
     /// Images this run pulled that the runtime did not have: removed when the run ends.
     pulled: Arc<PulledImages>,
+    /// When the run's cases began, for each case's start offset.
+    started: Instant,
 }
 
 impl Shared {
@@ -496,6 +519,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         abort: Mutex::new(None),
         progress,
         pulled: Arc::new(PulledImages::new(shared_record)),
+        started: Instant::now(),
     });
     let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
         .map(|(index, (suite, case))| {
@@ -560,13 +584,19 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
     if let Some(progress) = &shared.progress {
         progress(Event::Started(&case.full_name(suite)));
     }
+    let spent = Arc::new(timing::Spent::default());
     let Outcome {
         outcome,
         snapshot,
         unreachable,
         clause,
         notes,
-    } = Box::pin(case_outcome(shared, suite, case, number)).await;
+    } = timing::scope(
+        spent.clone(),
+        Box::pin(case_outcome(shared, suite, case, number)),
+    )
+    .await;
+    let totals = spent.totals();
     let mut report = CaseReport {
         suite: suite.name.clone(),
         case: case.name.clone(),
@@ -580,6 +610,12 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         notes,
         finding_fixed: None,
         environment: case.environment(),
+        timing: CaseTiming {
+            started: started.saturating_duration_since(shared.started),
+            cri: totals.cri,
+            calls: totals.calls,
+            waiting: totals.waiting,
+        },
         unreachable,
     };
     if let Some(known) = &shared.config.known {
@@ -906,7 +942,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             if done || tries >= CLEANUP_TRIES {
                 break (removal, left);
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            timing::pause(Duration::from_millis(250)).await;
         }
     })
     .await;

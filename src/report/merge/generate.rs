@@ -103,6 +103,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         notes: Vec::new(),
                         finding_fixed: None,
                         environment: None,
+                        timing: Default::default(),
                         unreachable: false,
                     }
                 })

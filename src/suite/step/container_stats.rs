@@ -184,7 +184,7 @@ async fn check_cpu_grows(
     let started = Instant::now();
     let mut last = first;
     loop {
-        tokio::time::sleep(POLL).await;
+        crate::timing::pause(POLL).await;
         let stats = world.runtime.container_stats(id).await?;
         if let Some(now) = cpu_reading(stats.as_ref().and_then(|s| s.cpu.as_ref())) {
             last = now;

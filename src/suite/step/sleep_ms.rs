@@ -20,7 +20,7 @@ impl StepDef for SleepMs {
     }
 
     async fn run(&self, _world: &mut World) -> Result<(), StepError> {
-        tokio::time::sleep(std::time::Duration::from_millis(self.0)).await;
+        crate::timing::pause(std::time::Duration::from_millis(self.0)).await;
         Ok(())
     }
 }

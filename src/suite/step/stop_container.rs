@@ -77,7 +77,7 @@ async fn await_term_trap(client: &CriClient, id: &str) {
                 tracing::debug!(container = id, pid, waited = ?started.elapsed(), "TERM trap set");
                 return;
             }
-            Ok(_) => tokio::time::sleep(TRAP_POLL).await,
+            Ok(_) => crate::timing::pause(TRAP_POLL).await,
             // Gone already: nothing to wait for.
             Err(_) => return,
         }

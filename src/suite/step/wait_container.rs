@@ -74,7 +74,7 @@ impl Poll {
         if now >= self.end {
             return false;
         }
-        tokio::time::sleep(self.interval.min(self.end - now)).await;
+        crate::timing::pause(self.interval.min(self.end - now)).await;
         self.interval = (self.interval * 2).min(Duration::from_millis(100));
         true
     }

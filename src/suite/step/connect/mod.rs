@@ -352,7 +352,7 @@ impl StepDef for Connect {
                     )),
                 ));
             }
-            tokio::time::sleep(RETRY).await;
+            crate::timing::pause(RETRY).await;
         }
     }
 }
