@@ -64,13 +64,21 @@ async fn await_term_trap(client: &CriClient, id: &str) {
         return;
     };
     let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
-    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
-        return;
+    let started = Instant::now();
+    // Just started, the process may still be the OCI runtime's init, about to exec the
+    // container's command: its command line tells nothing yet.
+    let cmdline = loop {
+        let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
+            return;
+        };
+        if !before_exec(&cmdline) || started.elapsed() >= TRAP_WAIT {
+            break cmdline;
+        }
+        crate::timing::pause(TRAP_POLL).await;
     };
     if !sets_term_trap(&cmdline) {
         return;
     }
-    let started = Instant::now();
     while started.elapsed() < TRAP_WAIT {
         match std::fs::read_to_string(proc.join("status")) {
             Ok(status) if catches_sigterm(&status) => {
@@ -83,6 +91,14 @@ async fn await_term_trap(client: &CriClient, id: &str) {
         }
     }
     tracing::warn!(container = id, "its first process did not set its TERM trap in time");
+}
+
+/// Whether a NUL-separated command line is an OCI runtime's init before it execs the
+/// container's command (runc and crun run as `NAME init`).
+fn before_exec(cmdline: &[u8]) -> bool {
+    let mut args = cmdline.split(|&b| b == 0);
+    let _program = args.next();
+    args.next() == Some(b"init".as_slice())
 }
 
 /// Whether a NUL-separated command line sets a trap on TERM (`trap '...' TERM`).
@@ -116,6 +132,16 @@ mod tests {
     #[case::pause(b"/pause\0".as_slice(), false)]
     fn a_term_trap_is_read_from_the_command_line(#[case] cmdline: &[u8], #[case] sets: bool) {
         assert_eq!(sets_term_trap(cmdline), sets);
+    }
+
+    #[rstest]
+    #[case::runc_init(b"runc\0init\0".as_slice(), true)]
+    #[case::runc_by_its_own_path(b"/proc/self/exe\0init\0".as_slice(), true)]
+    #[case::the_command(b"sh\0-c\0trap 'exit 0' TERM; sleep 3600 & wait\0".as_slice(), false)]
+    #[case::an_init_of_its_own(b"/sbin/init\0".as_slice(), false)]
+    #[case::empty(b"".as_slice(), false)]
+    fn an_oci_runtimes_init_is_not_the_command_yet(#[case] cmdline: &[u8], #[case] init: bool) {
+        assert_eq!(before_exec(cmdline), init);
     }
 
     #[rstest]
