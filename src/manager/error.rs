@@ -58,6 +58,20 @@ pub enum ManagerError {
         #[source]
         source: Box<super::port_forward::PortForwardFailure>,
     },
+    /// Today's kubelet kills a container of a pod it has the spec of only if the spec names
+    /// it (a container, an init container or an ephemeral one): it fails before any
+    /// StopContainer (`killContainer`, kuberuntime_container.go).
+    #[error(
+        "failed to get containerSpec {name:?} (id={id:?}) in pod {pod:?} when killing container"
+    )]
+    ContainerSpecNotFound {
+        /// The container's name.
+        name: String,
+        /// The container's id, as the kubelet writes it (`TYPE://ID`).
+        id: String,
+        /// `<name>_<namespace>(<uid>)` of the pod.
+        pod: String,
+    },
     /// A running pod has no sandboxes, so it has no pod container id.
     #[error("sandboxes for pod {pod:?} not found")]
     PodSandboxesNotFound {

@@ -117,9 +117,11 @@ impl KubeGenericRuntimeManager {
     }
 
     /// The StopContainer timeout for one container, the first half of `killContainer`
-    /// (kuberuntime_container.go, 2016; `kill_pod` issues the StopContainer). With a spec, the
-    /// container is looked up by name only to find hooks; without one, the grace periods come
-    /// from the container's annotations, so a ContainerStatus failure fails that container's kill.
+    /// (kuberuntime_container.go; `kill_pod` issues the StopContainer). With a spec, the
+    /// container is looked up by name: the seed only wanted its hooks, while today's kubelet
+    /// fails the kill of a container the spec does not name; without a spec, the grace periods
+    /// come from the container's annotations, so a ContainerStatus failure fails that
+    /// container's kill.
     pub(super) async fn container_grace(
         &self,
         pod: Option<&PodSpec>,
@@ -128,11 +130,22 @@ impl KubeGenericRuntimeManager {
     ) -> Result<i64, ManagerError> {
         let (deletion, termination) = match pod {
             Some(spec) => {
-                // The late seed dereferenced a missing container spec (spec hazard 2); a missing
-                // one only means no hooks, and the harness runs no hook handlers anyway.
-                if !spec.containers.iter().any(|c| c.name == container.name) {
-                    tracing::debug!(container = %container.name, pod = %spec.name, "container not in the pod spec");
+                let named = spec
+                    .containers
+                    .iter()
+                    .chain(&spec.init_containers)
+                    .chain(&spec.ephemeral_containers)
+                    .any(|c| c.name == container.name);
+                if !named && self.profile.is_current() {
+                    return Err(ManagerError::ContainerSpecNotFound {
+                        name: container.name.clone(),
+                        id: container.id.to_string(),
+                        pod: format!("{}_{}({})", spec.name, spec.namespace, spec.uid),
+                    });
                 }
+                // The late seed dereferenced a missing container spec (spec hazard 2); under
+                // the seed's rules a missing one only means no hooks, and the harness runs no
+                // hook handlers anyway.
                 (
                     spec.deletion_grace_period_seconds,
                     spec.termination_grace_period_seconds,

@@ -93,6 +93,8 @@ impl Redactor {
     pub fn runtime(&mut self, name: &str) {
         if !name.is_empty() {
             self.whole.insert(name.to_owned(), "<runtime>".to_owned());
+            // The kubelet's form of a container id inside a message: `containerd://ID`.
+            self.literal(&format!("{name}://"), "<runtime>://");
         }
     }
 
@@ -243,6 +245,10 @@ mod tests {
     #[case::run_id_whole("r1x", "<run>")]
     #[case::runtime_name_whole("containerd", "<runtime>")]
     #[case::runtime_name_inside_text_is_left("containerd 1.6", "containerd 1.6")]
+    #[case::a_kubelet_container_id_in_a_message(
+        &format!("failed to get containerSpec (id=\"containerd://{CONTAINER}\")"),
+        "failed to get containerSpec (id=\"<runtime>://<container:app>\")"
+    )]
     #[case::run_id_inside_other_text_is_left("r1xyz", "r1xyz")]
     #[case::run_label_in_a_summary(
         "label_selector={cri-harness.io/run-id=r1x}",
