@@ -7,7 +7,7 @@ mod support;
 
 use cri_harness::cri::Endpoint;
 use cri_harness::mock::{Defect, MockRuntime};
-use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
+use cri_harness::runner::{CaseOutcome, Target};
 use cri_harness::suite;
 
 /// Each defect, and the embedded cases (`suite/case`) that must catch it.
@@ -47,13 +47,7 @@ async fn outcomes(defects: &[Defect], cases: &[&str]) -> Vec<(String, CaseOutcom
     };
     let scratch = tempfile::tempdir().unwrap();
     let config = support::run_config(target, suites, "defects", scratch.path());
-    let report = runner::run(config, Interrupt::new(), None).await;
-    assert!(report.aborted.is_none(), "{:?}", report.aborted);
-    report
-        .cases
-        .into_iter()
-        .map(|c| (format!("{}/{}", c.suite, c.case), c.outcome))
-        .collect()
+    support::run_outcomes(config).await
 }
 
 #[test]

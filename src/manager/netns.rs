@@ -8,8 +8,8 @@ use crate::cri::labels::MANAGED;
 use crate::cri::v1;
 
 impl KubeGenericRuntimeManager {
-    /// The network namespace path of a ready, managed sandbox. A sandbox that is not ready or
-    /// not managed is not found. Ports `GetNetNS` (kuberuntime_manager.go, 2016), which read
+    /// The network namespace path of a ready sandbox (under the seed's rules, a managed one). A
+    /// sandbox that is not ready, or not managed under the seed's rules, is not found. Ports `GetNetNS` (kuberuntime_manager.go, 2016), which read
     /// `linux.namespaces.network` from v1alpha1's status; v1 has no such field, so this asks for
     /// the verbose status and reads the path from its `info` JSON (containerd's
     /// `runtimeSpec.linux.namespaces`, see [`crate::cri::sandbox_netns`]), and a runtime that
@@ -20,7 +20,12 @@ impl KubeGenericRuntimeManager {
             state: Some(v1::PodSandboxStateValue {
                 state: v1::PodSandboxState::SandboxReady.into(),
             }),
-            label_selector: BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())]),
+            // Only the seed's kubelet marks its sandboxes with the managed label.
+            label_selector: if self.profile.is_current() {
+                BTreeMap::new()
+            } else {
+                BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())])
+            },
         };
         let found = self.client.list_pod_sandbox(Some(filter)).await?;
         let sandbox = found.first().ok_or_else(|| ManagerError::SandboxNotFound {

@@ -12,8 +12,9 @@ use crate::cri::v1;
 
 impl KubeGenericRuntimeManager {
     /// All pods on the runtime (`all`), or only those with ready sandboxes and running
-    /// containers. Only objects carrying `io.kubernetes.managed=true` count (the seed's rule).
-    /// Under [`KubeletProfile::Current`] each pod carries its sandbox's `created_at` and the
+    /// containers. Under the seed's rules only objects carrying `io.kubernetes.managed=true`
+    /// count; today's kubelet takes every object listed. Under [`KubeletProfile::Current`] each
+    /// pod carries its sandbox's `created_at` and the
     /// pods come newest first, as in today's kubelet (spec R2.2, R2.3). Ports `GetPods`
     /// (kuberuntime_manager.go, 2016).
     pub async fn get_pods(&self, all: bool) -> Result<Vec<Pod>, ManagerError> {
@@ -24,16 +25,22 @@ impl KubeGenericRuntimeManager {
             ..Default::default()
         });
         let sandboxes = self.client.list_pod_sandbox(sandbox_filter).await?;
-        // The seed filtered sandboxes after listing; containers are selected by label instead.
+        // The seed filtered sandboxes after listing and selected containers by the label;
+        // today's kubelet has no managed label and takes everything listed.
+        let seed = !self.profile.is_current();
         let sandboxes: Vec<_> = sandboxes
             .into_iter()
-            .filter(|s| labels::is_managed(&s.labels))
+            .filter(|s| !seed || labels::is_managed(&s.labels))
             .collect();
         let container_filter = v1::ContainerFilter {
             state: (!all).then(|| v1::ContainerStateValue {
                 state: v1::ContainerState::ContainerRunning.into(),
             }),
-            label_selector: BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())]),
+            label_selector: if seed {
+                BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())])
+            } else {
+                BTreeMap::new()
+            },
             ..Default::default()
         };
         let containers = self.client.list_containers(Some(container_filter)).await?;

@@ -73,10 +73,18 @@ impl KubeGenericRuntimeManager {
         };
         let mut containers = self.client.list_containers(Some(filter)).await?;
         // Ask in a fixed order, not the runtime's list order (containerd's varies), so the
-        // calls a case records are the same on every run.
+        // calls a case records are the same on every run: newest first, and among equal times
+        // (upstream's fixtures all share one) by name and then newest attempt, which the pod
+        // fixes; the id, which the runtime makes, decides only between otherwise equal twins.
         containers.sort_by(|a, b| {
+            let meta = |c: &v1::Container| {
+                c.metadata
+                    .as_ref()
+                    .map(|m| (m.name.clone(), std::cmp::Reverse(m.attempt)))
+            };
             b.created_at
                 .cmp(&a.created_at)
+                .then_with(|| meta(a).cmp(&meta(b)))
                 .then_with(|| a.id.cmp(&b.id))
         });
         let mut statuses = Vec::with_capacity(containers.len());

@@ -1054,15 +1054,37 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     let (path, checked) = if suite.embedded {
         // An embedded case checks the reference compiled in with it, on every target and from
         // any directory; only `--update-snapshots` writes, into the source tree.
-        let update_path = snapshot::path(&config.snapshot_dir, &suite.name, &case.name);
-        let reference = snapshot::embedded(&suite.name, &case.name);
+        // A case that names no kubelet shares one reference between both, unless today's
+        // kubelet calls the runtime otherwise: then today's has its own beside it.
+        let shared = snapshot::embedded(&suite.name, &case.name);
+        let variant = (case.kubelet.is_none() && config.kubelet.is_current())
+            .then(|| snapshot::kubelet_variant(&case.name, config.kubelet));
+        let variant_reference = variant
+            .as_deref()
+            .and_then(|name| snapshot::embedded(&suite.name, name));
+        let name = match (&variant, variant_reference, shared) {
+            (Some(name), Some(_), _) => name.as_str(),
+            // Recording today's kubelet where it differs from the shared reference.
+            (Some(name), None, Some(shared))
+                if config.snapshots.update && !snapshot::same(shared, &contents) =>
+            {
+                name.as_str()
+            }
+            _ => case.name.as_str(),
+        };
+        let update_path = snapshot::path(&config.snapshot_dir, &suite.name, name);
+        let reference = if name == case.name {
+            shared
+        } else {
+            variant_reference
+        };
         let status = snapshot::check_embedded(reference, &update_path, &contents, config.snapshots);
         let shown = match status {
             Ok(SnapshotStatus::Written | SnapshotStatus::Updated { .. }) => update_path,
             _ => snapshot::path(
                 std::path::Path::new(snapshot::EMBEDDED_DIR),
                 &suite.name,
-                &case.name,
+                name,
             ),
         };
         (shown, status)

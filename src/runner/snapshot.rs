@@ -93,6 +93,17 @@ pub fn file_name(suite: &str, case: &str) -> String {
     format!("{suite}__{case}.snap")
 }
 
+/// The name under which a case that names no kubelet keeps the reference of `kubelet`'s run
+/// when it differs from the one both share: `<case>@<kubelet>`.
+pub fn kubelet_variant(case: &str, kubelet: crate::manager::KubeletProfile) -> String {
+    format!("{case}@{kubelet}")
+}
+
+/// Whether `contents` (a whole rendered file) has the same body as `reference`.
+pub fn same(reference: &str, contents: &str) -> bool {
+    normalize(body(reference)) == normalize(body(contents))
+}
+
 /// The reference file for one case under `dir`: `<dir>/<suite>__<case>.snap`.
 pub fn path(dir: &Path, suite: &str, case: &str) -> PathBuf {
     dir.join(file_name(suite, case))
@@ -263,6 +274,19 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
+
+    #[test]
+    fn todays_kubelet_keeps_its_own_reference_beside_the_shared_one() {
+        use crate::manager::KubeletProfile;
+        assert_eq!(
+            kubelet_variant("get-pods", KubeletProfile::Current),
+            "get-pods@current"
+        );
+        let a = render("suites/s.yaml", "c", "- call: x\n");
+        let b = render("suites/s.yaml", "c", "- call: y\n");
+        assert!(same(&a, &render("other.yaml", "d", "- call: x\n  \n")));
+        assert!(!same(&a, &b));
+    }
 
     #[test]
     fn the_rendered_file_is_what_insta_reads_back() {
@@ -527,16 +551,25 @@ mod tests {
     fn every_embedded_reference_belongs_to_an_embedded_manager_case_and_names_its_suite() {
         let loaded = crate::suite::load_embedded();
         for (path, text) in EMBEDDED {
+            let current = kubelet_variant("", crate::manager::KubeletProfile::Current);
             let owner = loaded.suites.iter().find_map(|suite| {
-                suite
-                    .cases
-                    .iter()
-                    .find(|case| {
-                        *path == format!("{EMBEDDED_DIR}/{}", file_name(&suite.name, &case.name))
-                    })
-                    .map(|case| (suite, case))
+                suite.cases.iter().find_map(|case| {
+                    let shared = format!("{EMBEDDED_DIR}/{}", file_name(&suite.name, &case.name));
+                    // Today's kubelet's own reference, for a case that names no kubelet.
+                    let variant = format!(
+                        "{EMBEDDED_DIR}/{}",
+                        file_name(&suite.name, &format!("{}{current}", case.name))
+                    );
+                    if *path == shared {
+                        Some((suite, case, case.name.clone()))
+                    } else if *path == variant && case.kubelet.is_none() {
+                        Some((suite, case, format!("{}{current}", case.name)))
+                    } else {
+                        None
+                    }
+                })
             });
-            let Some((suite, case)) = owner else {
+            let Some((suite, case, name)) = owner else {
                 panic!("{path} is the reference of no embedded case");
             };
             assert!(
@@ -550,7 +583,7 @@ mod tests {
                 "{path} does not name {}",
                 suite.source
             );
-            assert_eq!(embedded(&suite.name, &case.name), Some(*text));
+            assert_eq!(embedded(&suite.name, &name), Some(*text));
         }
     }
 

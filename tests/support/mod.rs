@@ -229,3 +229,18 @@ pub async fn image_tags(client: &CriClient) -> std::collections::BTreeSet<String
         .flat_map(|image| image.repo_tags)
         .collect()
 }
+
+/// Runs `config` to its end (a run that aborts fails the test) and gives each case's
+/// `suite/case` with its outcome.
+pub async fn run_outcomes(
+    config: cri_harness::runner::RunConfig,
+) -> Vec<(String, cri_harness::runner::CaseOutcome)> {
+    let report =
+        cri_harness::runner::run(config, cri_harness::runner::Interrupt::new(), None).await;
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    report
+        .cases
+        .into_iter()
+        .map(|c| (format!("{}/{}", c.suite, c.case), c.outcome))
+        .collect()
+}

@@ -197,7 +197,8 @@ pub fn build_container_log_path(container_name: &str, restart_count: u32) -> Str
 }
 
 /// The container's labels: the kubelet's pod name, namespace, uid and container name, plus
-/// `io.kubernetes.managed=true` (the seed's readers list containers by it) and the harness's
+/// The kubelet's pod and container labels, `io.kubernetes.managed=true` under the seed's rules
+/// (its readers list containers by it; today's kubelet has no such label), and the harness's
 /// extra labels. Ports `newContainerLabels` (labels.go).
 pub fn container_labels(
     pod: &k8s::Pod,
@@ -210,8 +211,10 @@ pub fn container_labels(
         (POD_NAMESPACE.to_owned(), namespace.to_owned()),
         (POD_UID.to_owned(), uid.to_owned()),
         (CONTAINER_NAME.to_owned(), container.name.clone()),
-        (MANAGED.to_owned(), "true".to_owned()),
     ]);
+    if !options.kubelet.is_current() {
+        labels.insert(MANAGED.to_owned(), "true".to_owned());
+    }
     labels.extend(options.extra_labels.clone());
     labels
 }
@@ -693,6 +696,19 @@ spec:
                 "io.kubernetes.pod.uid=u-1",
             ]
         );
+    }
+
+    #[test]
+    fn todays_kubelet_labels_a_container_without_the_managed_label() {
+        let pod = pod(POD);
+        let container = &pod.spec.as_ref().unwrap().containers[0];
+        let options = SyncOptions {
+            kubelet: crate::manager::KubeletProfile::Current,
+            ..options()
+        };
+        let labels = container_labels(&pod, container, &options);
+        assert!(!labels.contains_key(MANAGED), "{labels:?}");
+        assert_eq!(labels.len(), 4, "{labels:?}");
     }
 
     #[test]

@@ -104,16 +104,18 @@ pub(crate) fn is_host_network(pod: &k8s::Pod) -> bool {
 }
 
 /// The sandbox's labels: the pod's own, then the kubelet's pod name, namespace and uid, then
-/// `io.kubernetes.managed=true` and the harness's extra labels. Ports `newPodLabels`
-/// (labels.go). Today's kubelet no longer writes the managed label, but the seed's readers
-/// (`get_pods`, which the harness also uses) list only what carries it.
+/// (the seed's rules) `io.kubernetes.managed=true`, then the harness's extra labels. Ports
+/// `newPodLabels` (labels.go). The seed's readers list only what carries the managed label;
+/// today's kubelet neither writes nor reads it.
 pub fn pod_labels(pod: &k8s::Pod, options: &SyncOptions) -> BTreeMap<String, String> {
     let (name, namespace, uid) = identity(pod);
     let mut labels = pod.metadata.labels.clone().unwrap_or_default();
     labels.insert(POD_NAME.to_owned(), name.to_owned());
     labels.insert(POD_NAMESPACE.to_owned(), namespace.to_owned());
     labels.insert(POD_UID.to_owned(), uid.to_owned());
-    labels.insert(MANAGED.to_owned(), "true".to_owned());
+    if !options.kubelet.is_current() {
+        labels.insert(MANAGED.to_owned(), "true".to_owned());
+    }
     labels.extend(options.extra_labels.clone());
     labels
 }
@@ -485,6 +487,25 @@ spec:
         assert_eq!(
             config.annotations,
             BTreeMap::from([("note".into(), "kept".into())])
+        );
+    }
+
+    #[test]
+    fn todays_kubelet_writes_the_three_pod_labels_and_no_managed_label() {
+        // TestGeneratePodSandboxConfig: exactly the pod's name, namespace and uid labels.
+        let mut options = options();
+        options.kubelet = crate::manager::KubeletProfile::Current;
+        let mut pod = pod(WEB);
+        pod.metadata.labels = None;
+        let config = generate_pod_sandbox_config(&pod, 0, &options).unwrap();
+        let keys: Vec<_> = config.labels.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "io.kubernetes.pod.name",
+                "io.kubernetes.pod.namespace",
+                "io.kubernetes.pod.uid"
+            ]
         );
     }
 

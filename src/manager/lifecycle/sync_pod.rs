@@ -46,6 +46,8 @@ pub struct SyncOptions {
     /// Labels the harness adds to every sandbox and container beside the kubelet's (e.g. its
     /// run id, so `clean` finds them).
     pub extra_labels: BTreeMap<String, String>,
+    /// Whose rules the configs follow; a manager's sync sets its own.
+    pub kubelet: crate::manager::KubeletProfile,
 }
 
 impl SyncOptions {
@@ -59,6 +61,7 @@ impl SyncOptions {
             resolver: None,
             seccomp_default: true,
             extra_labels: BTreeMap::new(),
+            kubelet: crate::manager::KubeletProfile::default(),
         }
     }
 }
@@ -97,6 +100,10 @@ impl KubeGenericRuntimeManager {
         options: &SyncOptions,
         backoff: &mut Backoff,
     ) -> Result<PodSync, ManagerError> {
+        let options = &SyncOptions {
+            kubelet: self.profile,
+            ..options.clone()
+        };
         let status = self
             .get_pod_status(pod::uid(pod), pod::name(pod), pod::namespace(pod))
             .await?;

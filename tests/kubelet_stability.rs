@@ -1,0 +1,69 @@
+//! The kubelet suites' recorded results cannot flip: every case that records manager calls
+//! runs fifty times on fresh mocks, under both kubelets, each time with another run id (from
+//! which the mock's ids derive), and each run matches the references compiled into the binary.
+//! A tie broken by a run-made id (e.g. containers created at one instant, as in upstream's
+//! fixtures) would change a snapshot within a few runs.
+
+mod support;
+
+use std::time::Duration;
+
+use cri_harness::cri::ConnectOptions;
+use cri_harness::manager::KubeletProfile;
+use cri_harness::runner::{snapshot, CaseOutcome, Filter, RunConfig, Target};
+use cri_harness::suite::{self, step::Kind};
+
+const RUNS: usize = 50;
+
+async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutcome)> {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut loaded = suite::load_embedded();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    for suite in &mut loaded.suites {
+        suite
+            .cases
+            .retain(|case| case.steps.iter().any(|step| step.kind() == Kind::Manager));
+    }
+    loaded.suites.retain(|suite| !suite.cases.is_empty());
+    let config = RunConfig {
+        target: Target::Mock,
+        suites: loaded.suites,
+        filter: Filter::default(),
+        parallel: 8,
+        case_timeout: Duration::from_secs(60),
+        cleanup_timeout: Duration::from_secs(30),
+        connect: ConnectOptions::default(),
+        snapshot_dir: scratch.path().to_owned(),
+        snapshots: snapshot::Policy::default(),
+        // Another run id each time: the mock's ids derive from it.
+        run_id: format!("stable{run}{kubelet}"),
+        runtime_handler: String::new(),
+        work_dir: scratch.path().join("work"),
+        online: false,
+        pulled_record: None,
+        kubelet,
+        strict: false,
+        known: None,
+    };
+    support::run_outcomes(config).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_runs_of_the_kubelet_suites_record_the_same_results() {
+    for kubelet in [KubeletProfile::Seed, KubeletProfile::Current] {
+        let mut ran = 0;
+        for run in 0..RUNS {
+            for (case, outcome) in run_once(kubelet, run).await {
+                match outcome {
+                    CaseOutcome::Passed => ran += 1,
+                    CaseOutcome::Skipped(_) => {}
+                    other => panic!("run {run} under the {kubelet} kubelet: {case}: {other:?}"),
+                }
+            }
+        }
+        assert!(
+            ran >= RUNS * 60,
+            "only {ran} case runs passed under {kubelet}"
+        );
+    }
+}
