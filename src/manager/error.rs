@@ -40,8 +40,9 @@ pub enum ManagerError {
         /// The sandbox id asked for.
         id: String,
     },
-    /// The runtime's verbose sandbox status carries no network namespace path.
-    #[error("network namespace of sandbox {id:?} is not supported: its verbose status names no network namespace path")]
+    /// The runtime's verbose sandbox status carries no network namespace path: the seed's
+    /// answer for a sandbox without Linux status, in its words.
+    #[error("not supported")]
     NetNsNotSupported {
         /// The sandbox id asked for.
         id: String,

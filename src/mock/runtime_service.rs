@@ -281,7 +281,9 @@ fn pod_sandbox_status(
             serde_json::json!({"type": "ipc"}),
             serde_json::json!({"type": "mount"}),
         ];
-        if !host_network {
+        // A sandbox without Linux status (as the 2016 kubelet's fakes made them) has no
+        // network namespace to name.
+        if !host_network && status.linux.is_some() {
             namespaces.push(serde_json::json!({"type": "uts"}));
             namespaces.push(serde_json::json!({"type": "network", "path": netns_path(&status)}));
         }
