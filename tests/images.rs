@@ -122,7 +122,8 @@ fn images_list_long_names_symbol_references_suites_and_purpose() {
          gcr.io/k8s-staging-cri-tools/test-image-tags:3"
     );
     // Which suites use an image comes from the suites: the image-manager images serve the
-    // images suite, the sandbox image every suite that runs a sandbox.
+    // images suite, the sandbox image every suite that runs a sandbox (the images suite too,
+    // for its image-id cases) and no other.
     assert_eq!(row("test-image-user-uid")[2], "conformance-images");
     assert!(
         row("pause")[2].split(',').any(|s| s == "pod-helpers"),
@@ -130,7 +131,7 @@ fn images_list_long_names_symbol_references_suites_and_purpose() {
         row("pause")
     );
     assert!(
-        !row("pause")[2].contains("conformance-images"),
+        !row("pause")[2].contains("version-gating"),
         "{:?}",
         row("pause")
     );

@@ -11,10 +11,38 @@ use cri_harness::runner::{CaseOutcome, Target};
 use cri_harness::suite;
 
 /// Each defect, and the embedded cases (`suite/case`) that must catch it.
-const CAUGHT_BY: &[(Defect, &[&str])] = &[(
-    Defect::StopUnknownContainerNotFound,
-    &["conformance-container/stopping-an-unknown-container-id-succeeds"],
-)];
+const CAUGHT_BY: &[(Defect, &[&str])] = &[
+    (
+        Defect::StopUnknownContainerNotFound,
+        &["conformance-container/stopping-an-unknown-container-id-succeeds"],
+    ),
+    (
+        Defect::RemoveAbsentImageNotFound,
+        &[
+            "conformance-images/removing-an-absent-image-succeeds",
+            "conformance-images/removals-of-one-image-at-once-all-succeed",
+        ],
+    ),
+    (
+        Defect::ConcurrentRemoveImageFails,
+        &["conformance-images/removals-of-one-image-at-once-all-succeed"],
+    ),
+    (
+        Defect::RemovedImageStillListed,
+        &[
+            "conformance-images/an-image-is-neither-listed-nor-answers-once-removed",
+            "conformance-images/removals-of-one-image-at-once-all-succeed",
+            "conformance-images/removing-by-one-registrys-name-removes-the-other-registrys",
+        ],
+    ),
+    (
+        Defect::ContainerImageIdDiffers,
+        &[
+            "conformance-images/one-image-has-one-id-in-every-api",
+            "conformance-images/one-image-from-two-registries-is-one-id",
+        ],
+    ),
+];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
 /// run as a real runtime would be.

@@ -124,7 +124,7 @@ const fn user_image(name: &'static str, reference: &'static str, user: &'static 
     }
 }
 
-static CATALOGUE: [TestImage; 19] = [
+static CATALOGUE: [TestImage; 29] = [
     TestImage {
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
@@ -246,6 +246,58 @@ static CATALOGUE: [TestImage; 19] = [
         BENCH_IMAGE,
         "localhost/cri-harness/bench:1",
         "`cri-harness bench`: the image benchmark pulls, reads and removes it over and over",
+    ),
+    // critest v1.36.0's image consistency and identifier specs, one image per case so cases
+    // running at once never remove each other's image.
+    case_image(
+        "harness-listed-after-pull",
+        "localhost/cri-harness/listed-after-pull:1",
+        "image consistency: listed and answering ImageStatus as soon as the pull returns",
+    ),
+    case_image(
+        "harness-removed-at-once",
+        "localhost/cri-harness/removed-at-once:1",
+        "image consistency: several RemoveImage calls at once all succeed",
+    ),
+    case_image(
+        "harness-unlisted-after-removal",
+        "localhost/cri-harness/unlisted-after-removal:1",
+        "image consistency: neither listed nor answering as soon as RemoveImage returns",
+    ),
+    case_image(
+        "harness-one-id",
+        "localhost/cri-harness/one-id:1",
+        "image id consistency: PullImage, ImageStatus, ListImages and ContainerStatus agree",
+    ),
+    case_image(
+        "harness-two-registries",
+        "localhost/cri-harness/two-registries:1",
+        "image id consistency: one image pulled from two registries (`registry.k8s.io/cri-harness/...` too) is one id",
+    ),
+    case_image(
+        "harness-removed-from-one-registry",
+        "localhost/cri-harness/removed-from-one-registry:1",
+        "remove by the name of one registry: the other registry's name goes too",
+    ),
+    case_image(
+        "harness-pull-timeout",
+        "localhost/cri-harness/pull-timeout:1",
+        "a pull whose deadline passes fails with DeadlineExceeded",
+    ),
+    case_image(
+        "harness-missing-repository",
+        "localhost/cri-harness/missing-repository:1",
+        "pull errors: the control of a pull from a repository the registry lacks",
+    ),
+    case_image(
+        "harness-missing-tag",
+        "localhost/cri-harness/missing-tag:1",
+        "pull errors: the control of a pull of a tag the repository lacks",
+    ),
+    case_image(
+        "harness-malformed-reference",
+        "localhost/cri-harness/malformed-reference:1",
+        "pull errors: the control of a pull by a malformed reference (the same in upper case)",
     ),
 ];
 

@@ -12,11 +12,28 @@ pub enum Defect {
     /// StopContainer of an id it does not know answers NotFound, as containerd 1.6.20 does,
     /// where the contract makes the stop idempotent.
     StopUnknownContainerNotFound,
+    /// RemoveImage of an image the runtime does not have answers NotFound, where the contract
+    /// makes the removal idempotent.
+    RemoveAbsentImageNotFound,
+    /// A RemoveImage that arrives while another removal of the same image is under way fails
+    /// (the race critest's simultaneous-removal spec guards against).
+    ConcurrentRemoveImageFails,
+    /// ListImages still lists an image after RemoveImage of it returned.
+    RemovedImageStillListed,
+    /// ContainerStatus and ListContainers name another id than the image's (the image's
+    /// manifest digest), where CRI 1.30 makes `image_id` the id PullImage answered.
+    ContainerImageIdDiffers,
 }
 
 impl Defect {
     /// Every defect, for tests that cover them all.
-    pub const ALL: &'static [Defect] = &[Defect::StopUnknownContainerNotFound];
+    pub const ALL: &'static [Defect] = &[
+        Defect::StopUnknownContainerNotFound,
+        Defect::RemoveAbsentImageNotFound,
+        Defect::ConcurrentRemoveImageFails,
+        Defect::RemovedImageStillListed,
+        Defect::ContainerImageIdDiffers,
+    ];
 }
 
 /// The defects one mock instance has.

@@ -2,6 +2,8 @@
 //! injected (matched on the method and the id the request names, before any state change),
 //! otherwise handled under the state lock, and its answer's status written back into the log.
 
+use std::time::Duration;
+
 use tonic::{Request, Response, Status};
 
 use super::call_log::Ticket;
@@ -24,6 +26,24 @@ impl MockRuntime {
     where
         Req: RequestSummary + FaultTarget,
     {
+        self.dispatch_timed(method, request, |_, _| Ok(None), handle)
+            .await
+    }
+
+    /// [`MockRuntime::dispatch`] for a call that takes time of its own (a pull fetching
+    /// layers, a removal): `arrive` runs under the lock the call arrives with, after the
+    /// injected faults are taken, and answers how long the work takes (added to any injected
+    /// delay), or an error the call answers at once.
+    pub(crate) async fn dispatch_timed<Req, Resp>(
+        &self,
+        method: &'static str,
+        request: Request<Req>,
+        arrive: impl FnOnce(&mut Inner, &Req) -> Result<Option<Duration>, RpcError>,
+        handle: impl FnOnce(&mut Inner, Req) -> Result<Resp, RpcError>,
+    ) -> Result<Response<Resp>, Status>
+    where
+        Req: RequestSummary + FaultTarget,
+    {
         let request = request.into_inner();
         let summary = request.summary();
         let (ticket, delay, injected) = {
@@ -34,6 +54,20 @@ impl MockRuntime {
             let target = request.fault_target();
             let delay = inner.faults.take_delay(method, target);
             let injected = inner.faults.take_error(method, target);
+            let modelled = match injected {
+                Some(_) => None,
+                None => match arrive(&mut inner, &request) {
+                    Ok(modelled) => modelled,
+                    Err(err) => {
+                        let refused = Some(Status::from(err));
+                        return answer(&mut inner, ticket, refused, request, handle);
+                    }
+                },
+            };
+            let delay = match (delay, modelled) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
             let Some(delay) = delay else {
                 // The common case answers under the one lock it arrived with.
                 return answer(&mut inner, ticket, injected, request, handle);
@@ -104,8 +138,6 @@ impl Drop for Pending<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::cri::v1;
     use crate::mock::faults::Aim;

@@ -140,6 +140,21 @@ pub(crate) enum RpcError {
         /// The reference as given.
         image: String,
     },
+    /// PullImage of a reference the image grammar refuses, worded as containerd 1.6 words it.
+    #[error("failed to parse image reference \"{image}\": {why}")]
+    ImageReferenceInvalid {
+        /// The reference as given.
+        image: String,
+        /// What in it breaks the grammar.
+        why: &'static str,
+    },
+    /// PullImage of a repository or tag the registry does not serve, worded as containerd 1.6
+    /// words it.
+    #[error("failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": {image}: not found")]
+    ManifestNotFound {
+        /// The reference, normalised.
+        image: String,
+    },
     /// StartContainer of a container that is not CREATED.
     #[error("cannot start container \"{id}\": container is in {state} state")]
     ContainerInState {
@@ -327,6 +342,7 @@ impl From<RpcError> for tonic::Status {
             | RpcError::ContainerNotFound { .. }
             | RpcError::SandboxNotRunning { .. }
             | RpcError::ImageNotFound { .. }
+            | RpcError::ManifestNotFound { .. }
             | RpcError::NoSuchContainer { .. }
             | RpcError::NoSuchSandbox { .. }
             | RpcError::ExecContainerNotFound { .. }
@@ -344,6 +360,7 @@ impl From<RpcError> for tonic::Status {
             | RpcError::InvalidPodCidr { .. }
             | RpcError::GroupWithoutUser { .. }
             | RpcError::StreamNotRunning { .. }
+            | RpcError::ImageReferenceInvalid { .. }
             | RpcError::ForwardNotReady { .. } => Code::Unknown,
             RpcError::TooManyStreams => Code::ResourceExhausted,
             RpcError::StreamingServer { .. } => Code::Internal,

@@ -1,14 +1,19 @@
-//! `runtime.v1.ImageService` on the mock: pulling any reference "succeeds" instantly with an
-//! image id derived from the reference normalised as containerd does (`busybox` ->
+//! `runtime.v1.ImageService` on the mock: pulling a reference "succeeds" with an image id
+//! derived from the reference normalised as containerd does (`busybox` ->
 //! `docker.io/library/busybox:latest`), so ids are stable across runs and machines. The
 //! harness's own catalogue images are known by every tag: one image, one id, however many of
 //! its tags are pulled, and their config's user shows in the status as containerd shows it.
+//! Pulls and removals take time as a runtime's do (fetching layers, deleting them), so a
+//! deadline can pass during a pull and removals can overlap; a malformed reference, and a
+//! repository or tag of the harness's own that its registry lacks, fail the pull.
+
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
-use super::{Inner, MockRuntime};
+use super::{Defect, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::images::{self, Reference, TestImage};
 
@@ -19,6 +24,16 @@ const IMAGE_INODES: u64 = 256;
 /// Where containerd 1.6 keeps image layers by default; ImageFsInfo reports it.
 pub(crate) const IMAGE_FS_MOUNTPOINT: &str =
     "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
+
+/// How long pulling an image the mock does not hold takes: far above a 1 ms deadline, far
+/// below any case's.
+const PULL_LATENCY: Duration = Duration::from_millis(50);
+/// How long removing an image takes; a RemoveImage arriving meanwhile overlaps it.
+const REMOVE_LATENCY: Duration = Duration::from_millis(100);
+/// The repository namespace of the harness's own images: its registry serves the catalogue's
+/// images there and nothing else, so a pull of anything else in it fails as a real
+/// registry's would.
+const HARNESS_NAMESPACE: &str = "cri-harness/";
 
 /// Serves ImageService from a mock's shared state.
 #[derive(Debug, Clone)]
@@ -41,9 +56,15 @@ struct Served {
 /// found by the manifest digest the mock gives it; any other reference is an image of its own,
 /// and any digest names an image (the mock's registry holds everything).
 fn served(reference: &Reference) -> Served {
-    let mut catalogue = images::catalogue()
+    // Every registry host mirrors the same repositories, as the harness's CI points every
+    // registry name at one local registry: a catalogue image answers under any host.
+    let path = path_of(&reference.repository);
+    let exact = images::catalogue()
         .iter()
-        .filter(|image| image.repository_full() == reference.repository);
+        .any(|image| image.repository_full() == reference.repository);
+    let mut catalogue = images::catalogue().iter().filter(|image| {
+        image.repository_full() == reference.repository || (!exact && image.repository() == path)
+    });
     let known = match (&reference.digest, &reference.tag) {
         (Some(digest), _) => catalogue.find(|image| manifest_digest(image.reference) == *digest),
         (None, Some(tag)) => catalogue.find(|image| image.tags().any(|t| t == tag)),
@@ -68,6 +89,110 @@ fn served(reference: &Reference) -> Served {
             }
         }
     }
+}
+
+/// A normalised repository without its registry host.
+fn path_of(repository: &str) -> &str {
+    repository
+        .split_once('/')
+        .map_or(repository, |(_, path)| path)
+}
+
+/// Why the image grammar (the distribution `reference` package's, which runtimes parse
+/// with) refuses `given`, if it does.
+fn malformed(given: &str) -> Option<&'static str> {
+    let (name, digest) = match given.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (given, None),
+    };
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match name[last_slash..].rfind(':') {
+        Some(colon) => (
+            &name[..last_slash + colon],
+            Some(&name[last_slash + colon + 1..]),
+        ),
+        None => (name, None),
+    };
+    if name.is_empty() || name.len() > 255 {
+        return Some("invalid reference format");
+    }
+    let mut components = name.split('/').peekable();
+    let first = components.peek().copied().unwrap_or_default();
+    let has_domain =
+        name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    if has_domain {
+        components.next();
+    }
+    for component in components {
+        if component.chars().any(|c| c.is_ascii_uppercase()) {
+            return Some("invalid reference format: repository name must be lowercase");
+        }
+        if !path_component(component) {
+            return Some("invalid reference format");
+        }
+    }
+    if let Some(tag) = tag {
+        let mut chars = tag.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !first_ok || !rest_ok || tag.len() > 128 {
+            return Some("invalid reference format");
+        }
+    }
+    if let Some(digest) = digest {
+        let well_formed = digest.split_once(':').is_some_and(|(algorithm, hex)| {
+            !algorithm.is_empty()
+                && algorithm
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+._-".contains(c))
+                && hex.len() >= 32
+                && hex.chars().all(|c| c.is_ascii_hexdigit())
+        });
+        if !well_formed {
+            return Some("invalid checksum digest format");
+        }
+    }
+    None
+}
+
+/// A path component: lowercase alphanumerics, separated by one `.` or `_`, `__`, or dashes.
+fn path_component(component: &str) -> bool {
+    let bytes = component.as_bytes();
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if bytes.is_empty() || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        if alnum(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && !alnum(bytes[i]) {
+            i += 1;
+        }
+        let separator = &component[start..i];
+        let allowed = matches!(separator, "." | "_" | "__") || separator.bytes().all(|b| b == b'-');
+        if !allowed {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the mock's registry serves `reference`: everything, but in the catalogue's
+/// repositories and the harness's own namespace, where only the catalogue's tags and
+/// digests are.
+fn registry_has(reference: &Reference, served: &Served) -> bool {
+    let path = path_of(&reference.repository);
+    let guarded = path.starts_with(HARNESS_NAMESPACE)
+        || images::catalogue()
+            .iter()
+            .any(|image| image.repository() == path);
+    !guarded || served.image.is_some()
 }
 
 /// The manifest digest the mock's registry gives a (normalised) reference.
@@ -135,6 +260,34 @@ fn required_image(spec: Option<v1::ImageSpec>, method: &'static str) -> Result<S
             field: "image.image",
         }),
     }
+}
+
+/// A pull on arrival: a malformed reference or one the registry lacks fails at once; an
+/// image the mock does not hold takes [`PULL_LATENCY`] to fetch.
+fn pull_arrives(
+    inner: &mut Inner,
+    request: &v1::PullImageRequest,
+) -> Result<Option<Duration>, RpcError> {
+    let Some(given) = request.image.as_ref().map(|spec| spec.image.as_str()) else {
+        return Ok(None);
+    };
+    if given.is_empty() {
+        return Ok(None);
+    }
+    if let Some(why) = malformed(given) {
+        return Err(RpcError::ImageReferenceInvalid {
+            image: given.to_owned(),
+            why,
+        });
+    }
+    let reference = Reference::parse(given);
+    if !registry_has(&reference, &served(&reference)) {
+        return Err(RpcError::ManifestNotFound {
+            image: reference.to_full(),
+        });
+    }
+    let held = find_image(&inner.state.images, given).is_some();
+    Ok((!held).then_some(PULL_LATENCY))
 }
 
 fn pull_image(
@@ -262,9 +415,48 @@ fn list_images(
 ) -> Result<v1::ListImagesResponse, RpcError> {
     // containerd 1.6 ignores the filter (its ListImages has a TODO for one) and answers every
     // image; so does the mock, so suites cannot come to lean on a filter containerd lacks.
-    Ok(v1::ListImagesResponse {
-        images: inner.state.images.clone(),
-    })
+    let mut images = inner.state.images.clone();
+    images.extend(
+        inner
+            .state
+            .images_listed_after_removal
+            .iter()
+            .filter(|gone| !images.iter().any(|i| i.id == gone.id))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    Ok(v1::ListImagesResponse { images })
+}
+
+/// A removal on arrival: removing an image the mock holds takes [`REMOVE_LATENCY`]; one that
+/// arrives while another removal of the same image is under way waits as long and then finds
+/// it gone, so both succeed.
+fn removal_arrives(
+    inner: &mut Inner,
+    request: &v1::RemoveImageRequest,
+) -> Result<Option<Duration>, RpcError> {
+    let Some(given) = request.image.as_ref().map(|spec| spec.image.as_str()) else {
+        return Ok(None);
+    };
+    let now = Instant::now();
+    let concurrent_fails = MockRuntime::has(inner, Defect::ConcurrentRemoveImageFails);
+    let state = &mut inner.state;
+    state.images_removing.retain(|_, until| *until > now);
+    let Some(index) = find_image(&state.images, given) else {
+        return Ok(None);
+    };
+    let id = state.images[index].id.clone();
+    if state.images_removing.contains_key(&id) && concurrent_fails {
+        return Err(RpcError::ImageNotFound {
+            image: given.to_owned(),
+        });
+    }
+    state
+        .images_removing
+        .entry(id)
+        .and_modify(|until| *until = (*until).max(now + REMOVE_LATENCY))
+        .or_insert(now + REMOVE_LATENCY);
+    Ok(Some(REMOVE_LATENCY))
 }
 
 fn remove_image(
@@ -272,9 +464,18 @@ fn remove_image(
     request: v1::RemoveImageRequest,
 ) -> Result<v1::RemoveImageResponse, RpcError> {
     let given = required_image(request.image, "RemoveImage")?;
-    let images = &mut inner.state.images;
-    if let Some(index) = find_image(images, &given) {
-        images.remove(index);
+    let absent_fails = MockRuntime::has(inner, Defect::RemoveAbsentImageNotFound);
+    let still_listed = MockRuntime::has(inner, Defect::RemovedImageStillListed);
+    let state = &mut inner.state;
+    match find_image(&state.images, &given) {
+        Some(index) => {
+            let removed = state.images.remove(index);
+            if still_listed {
+                state.images_listed_after_removal.push(removed);
+            }
+        }
+        None if absent_fails => return Err(RpcError::ImageNotFound { image: given }),
+        None => {}
     }
     Ok(v1::RemoveImageResponse {})
 }
@@ -340,14 +541,18 @@ impl v1::image_service_server::ImageService for MockImageService {
         &self,
         request: Request<v1::PullImageRequest>,
     ) -> Result<Response<v1::PullImageResponse>, Status> {
-        self.0.dispatch("PullImage", request, pull_image).await
+        self.0
+            .dispatch_timed("PullImage", request, pull_arrives, pull_image)
+            .await
     }
 
     async fn remove_image(
         &self,
         request: Request<v1::RemoveImageRequest>,
     ) -> Result<Response<v1::RemoveImageResponse>, Status> {
-        self.0.dispatch("RemoveImage", request, remove_image).await
+        self.0
+            .dispatch_timed("RemoveImage", request, removal_arrives, remove_image)
+            .await
     }
 
     async fn image_fs_info(

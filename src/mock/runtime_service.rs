@@ -416,7 +416,16 @@ fn create_container(
             ..image_spec
         }),
         image_ref: image.id.clone(),
-        image_id: image.id,
+        image_id: if MockRuntime::has(inner, Defect::ContainerImageIdDiffers) {
+            // The manifest digest in place of the image's id: a plausible wrong answer.
+            image
+                .repo_digests
+                .first()
+                .and_then(|d| d.split_once('@'))
+                .map_or_else(|| image.id.clone(), |(_, digest)| digest.to_owned())
+        } else {
+            image.id
+        },
         labels: config.labels,
         annotations: config.annotations,
         mounts: config.mounts,

@@ -114,6 +114,11 @@ pub(crate) struct State {
     ips_minted: u32,
     /// Exits still to come, in the order they were asked for.
     timed_exits: Vec<TimedExit>,
+    /// Image id -> when the RemoveImage under way for it ends (real time: removal latency).
+    pub(crate) images_removing: HashMap<String, std::time::Instant>,
+    /// Images removed that ListImages still answers: only with the defect that models a
+    /// runtime whose image list lags behind its removals.
+    pub(crate) images_listed_after_removal: Vec<v1::Image>,
 }
 
 /// 64 hex characters, stable for a given seed.

@@ -11,6 +11,8 @@ use super::sandbox_status::{
     by_prefix, check_prefix, expect_map, expect_set_time, now_nanos, suite_labels, Presence,
 };
 use super::{check_call, is_default, ErrorExpect, Kind, Scope, State, StepDef, TextExpect};
+use crate::cri::v1;
+use crate::images;
 use crate::manager::ContainerState;
 use crate::world::{expect_eq, mismatch, show, StepError, World};
 
@@ -46,7 +48,7 @@ pub enum LogPathExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `container_status` expectation: `error`, `state`, `name`, `exit_code`, `reason`, `message`, `started`, `finished`, `ordered_times`, `image`, `image_ref`, `labels`, `annotations`, `log_path`, `mounts`"
+    expecting = "a `container_status` expectation: `error`, `state`, `name`, `exit_code`, `reason`, `message`, `started`, `finished`, `ordered_times`, `image`, `image_ref`, `image_id`, `labels`, `annotations`, `log_path`, `mounts`"
 )]
 pub struct ContainerStatusExpect {
     /// The call fails like this (e.g. `code: NotFound` after removal).
@@ -83,6 +85,11 @@ pub struct ContainerStatusExpect {
     /// Whether `image_ref` is reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_ref: Option<Presence>,
+    /// An image (symbol or reference) whose ImageStatus id is the container's `image_id`, in
+    /// ContainerStatus and in ListContainers (CRI 1.30's field; a runtime that leaves it
+    /// empty lacks it, and the case skips).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
     /// The labels besides the harness's own (run, case, pod and container-name labels): at
     /// least these (a runtime may add its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +229,9 @@ impl StepDef for ContainerStatus {
             };
             expect_eq("image_ref", &wanted.to_string(), &actual.to_string())?;
         }
+        if let Some(image) = &expect.image_id {
+            check_image_id(world, &container.id, image, &status.image_id).await?;
+        }
         if let Some(wanted) = &expect.labels {
             expect_map(world, "labels", wanted, &suite_labels(&status.labels))?;
         }
@@ -272,6 +282,43 @@ impl StepDef for ContainerStatus {
         }
         Ok(())
     }
+}
+
+/// The container's `image_id` in its status and in ListContainers is the id ImageStatus
+/// answers for `image`. An empty one is a runtime without CRI 1.30's field.
+async fn check_image_id(
+    world: &World,
+    container_id: &str,
+    image: &str,
+    in_status: &str,
+) -> Result<(), StepError> {
+    let Some(found) = world.runtime.image_status(&images::resolve(image)).await? else {
+        return Err(mismatch(
+            format!("image_id: {image}"),
+            "an image the runtime holds",
+            "no image",
+        ));
+    };
+    let filter = v1::ContainerFilter {
+        id: container_id.to_owned(),
+        ..Default::default()
+    };
+    let listed = world.runtime.list_containers(Some(filter)).await?;
+    let Some(in_list) = listed.iter().find(|c| c.id == container_id) else {
+        return Err(mismatch("image_id (ListContainers)", "the container listed", "not listed"));
+    };
+    for (field, actual) in [
+        ("image_id", in_status),
+        ("image_id (ListContainers)", in_list.image_id.as_str()),
+    ] {
+        if actual.is_empty() {
+            return Err(StepError::RuntimeLacks(format!(
+                "{field}: CRI 1.30's image id of a container is empty"
+            )));
+        }
+        expect_eq(format!("{field}, {image}'s id"), &found.id, actual)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

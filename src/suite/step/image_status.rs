@@ -160,7 +160,7 @@ fn is_by_tag(refs: &[RefKind]) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "an `image_status` expectation: `present`, `repo_tags`, `repo_digests`, `uid`, `username`, `sized`"
+    expecting = "an `image_status` expectation: `present`, `repo_tags`, `repo_digests`, `uid`, `username`, `sized`, `same_as`"
 )]
 pub struct ImageStatusExpect {
     /// The runtime has the image (default); `false`: it answers no image, and no error.
@@ -181,6 +181,9 @@ pub struct ImageStatusExpect {
     /// The size is above zero.
     #[serde(default, skip_serializing_if = "is_default")]
     pub sized: bool,
+    /// Another name (a symbol or reference) whose ImageStatus answers the same image id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
 }
 
 impl Default for ImageStatusExpect {
@@ -192,6 +195,7 @@ impl Default for ImageStatusExpect {
             uid: None,
             username: None,
             sized: false,
+            same_as: None,
         }
     }
 }
@@ -219,7 +223,7 @@ impl UidExpect {
 impl StepDef for ImageStatus {
     const NAME: &'static str = "image_status";
     const KIND: Kind = Kind::Check;
-    const ABOUT: &'static str = "Asks ImageStatus by kinds of reference (tag, untagged, short_name, digest, id, short_id); all must answer the same image, whose tags, digests, user and size are checked.";
+    const ABOUT: &'static str = "Asks ImageStatus by kinds of reference (tag, untagged, short_name, digest, id, short_id); all must answer the same image, whose tags, digests, user and size are checked, and whose id another name (`same_as`) answers too.";
 
     fn expect_fields() -> &'static [&'static str] {
         super::fields_of::<ImageStatusExpect>()
@@ -239,12 +243,16 @@ impl StepDef for ImageStatus {
             }
             let any_field = expect.repo_tags.is_some()
                 || expect.repo_digests.is_some()
+                || expect.same_as.is_some()
                 || expect.uid.is_some()
                 || expect.username.is_some()
                 || expect.sized;
             if any_field {
                 return Err("expect: an absent image has no fields to check".to_owned());
             }
+        }
+        if let Some(other) = &expect.same_as {
+            check_image(other).map_err(|why| format!("same_as: {why}"))?;
         }
         if let Some(UidExpect::Word(word)) = &expect.uid {
             if word != "none" {
@@ -273,7 +281,13 @@ impl StepDef for ImageStatus {
             }
         }
         let answer = first.and_then(|(_, answer)| answer);
-        check_status(&self.image, &self.expect, answer.as_ref())
+        check_status(&self.image, &self.expect, answer.as_ref())?;
+        if let (Some(other), Some(answer)) = (&self.expect.same_as, &answer) {
+            let theirs = world.runtime.image_status(&images::resolve(other)).await?;
+            let their_id = theirs.map_or_else(|| "no image".to_owned(), |i| i.id);
+            expect_eq(format!("same_as.{other} (id)"), &answer.id, &their_id)?;
+        }
+        Ok(())
     }
 }
 

@@ -33,7 +33,7 @@ pub struct ListImages {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `list_images` expectation: `present`, `distinct`, `repo_tags`"
+    expecting = "a `list_images` expectation: `present`, `distinct`, `repo_tags`, `status_ids`"
 )]
 pub struct ListImagesExpect {
     /// Exactly these of the step's `images` answer, in any order.
@@ -45,6 +45,9 @@ pub struct ListImagesExpect {
     /// The repo tags, exactly, of the image each of the step's `images` names.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub repo_tags: BTreeMap<String, Vec<String>>,
+    /// Each answering image's listed id is the id ImageStatus answers for it.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub status_ids: bool,
 }
 
 /// The listed image `image` names: one with its tag, its digest or its id.
@@ -58,7 +61,7 @@ fn answering<'a>(listed: &'a [v1::Image], image: &str) -> Option<&'a v1::Image> 
 impl StepDef for ListImages {
     const NAME: &'static str = "list_images";
     const KIND: Kind = Kind::Check;
-    const ABOUT: &'static str = "Lists images (optionally with a filter) and checks which of the images the step names answer, how many distinct ones, and their repo tags.";
+    const ABOUT: &'static str = "Lists images (optionally with a filter) and checks which of the images the step names answer, how many distinct ones, their repo tags, and that their ids are ImageStatus's.";
 
     fn expect_fields() -> &'static [&'static str] {
         super::fields_of::<ListImagesExpect>()
@@ -106,6 +109,13 @@ impl StepDef for ListImages {
         if let Some(distinct) = self.expect.distinct {
             let ids: BTreeSet<&str> = found.iter().map(|(_, i)| i.id.as_str()).collect();
             expect_eq("distinct", &distinct.to_string(), &ids.len().to_string())?;
+        }
+        if self.expect.status_ids {
+            for (image, listed) in &found {
+                let status = world.runtime.image_status(&images::resolve(image)).await?;
+                let status_id = status.map_or_else(|| "no image".to_owned(), |i| i.id);
+                expect_eq(format!("status_ids.{image}"), &status_id, &listed.id)?;
+            }
         }
         for (image, tags) in &self.expect.repo_tags {
             let actual = answering(&listed, image).map_or(&[][..], |i| &i.repo_tags[..]);

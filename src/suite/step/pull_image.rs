@@ -1,12 +1,16 @@
 //! `pull_image`: `pull_image: IMAGE` pulls an image (a symbol such as `busybox`, or a full
 //! reference) unless the runtime has it already, as setup. The map form is the image-manager
 //! check: it always pulls, by tag, untagged or by digest, and checks that the id PullImage
-//! answers is the image ImageStatus then reports, with the tags and digests expected.
+//! answers is the image ImageStatus then reports, with the tags and digests expected; or,
+//! with `expect: {error}`, that the pull fails (a reference no registry serves, a deadline of
+//! `timeout_ms` too short for any pull).
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::image_status::{check_image, check_repo_digests, check_repo_tags, learn, reference, RefKind};
-use super::{is_default, Kind, Scope, StepDef};
+use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::images::Reference;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
@@ -29,6 +33,9 @@ pub struct PullCheck {
     /// How to name it in the pull.
     #[serde(default, skip_serializing_if = "is_default")]
     pub by: PullBy,
+    /// The pull's deadline in milliseconds, instead of the run's per-call one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// Expectations on the pulled image's status.
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: PullExpect,
@@ -52,9 +59,12 @@ pub enum PullBy {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `pull_image` expectation: `repo_tags`, `repo_digests`"
+    expecting = "a `pull_image` expectation: `error`, `repo_tags`, `repo_digests`"
 )]
 pub struct PullExpect {
+    /// The pull fails like this (then nothing is checked after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorExpect>,
     /// Exactly these repo tags afterwards, in any order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repo_tags: Option<Vec<String>>,
@@ -66,12 +76,26 @@ pub struct PullExpect {
 impl StepDef for PullImage {
     const NAME: &'static str = "pull_image";
     const KIND: Kind = Kind::Setup;
-    const ABOUT: &'static str = "Pulls an image: `pull_image: IMAGE` (a symbol such as `busybox`, or a reference) unless present; or `{image, by: tag|untagged|digest, expect: {repo_tags, repo_digests}}`, which always pulls and checks the answered id is the image's.";
+    const ABOUT: &'static str = "Pulls an image: `pull_image: IMAGE` (a symbol such as `busybox`, or a reference) unless present; or `{image, by: tag|untagged|digest, timeout_ms, expect: {error, repo_tags, repo_digests}}`, which always pulls (within `timeout_ms` if given) and checks the answered id is the image's, or that the pull fails.";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), String> {
         match self {
             PullImage::Setup(image) => check_image(image),
-            PullImage::Check(pull) => check_image(&pull.image),
+            PullImage::Check(pull) => {
+                check_image(&pull.image)?;
+                if pull.timeout_ms == Some(0) {
+                    return Err("timeout_ms: a deadline above 0".to_owned());
+                }
+                let expect = &pull.expect;
+                if expect.error.is_some()
+                    && (expect.repo_tags.is_some() || expect.repo_digests.is_some())
+                {
+                    return Err(
+                        "expect: a pull expected to fail has no image to check after".to_owned(),
+                    );
+                }
+                scope.error(expect.error.as_ref())
+            }
         }
     }
 
@@ -98,8 +122,24 @@ impl PullCheck {
             PullBy::Untagged => reference(&world.runtime, &self.image, RefKind::Untagged).await?,
             PullBy::Digest => self.digest_reference(world).await?,
         };
+        let client = match self.timeout_ms {
+            Some(ms) => world.runtime.with_timeout(Duration::from_millis(ms)),
+            None => world.runtime.clone(),
+        };
+        if let Some(want) = &self.expect.error {
+            if self.timeout_ms.is_some() {
+                // A runtime may finish a pull its caller gave up on; the run removes it.
+                world.note_pulled(&pulled);
+            }
+            let result = client.pull_image(&pulled).await;
+            if result.is_ok() {
+                world.note_pulled(&pulled);
+            }
+            check_call(Some(want), result, |text| world.redact(text))?;
+            return Ok(());
+        }
         let had = world.runtime.image_status(&pulled).await?.is_some();
-        let id = world.runtime.pull_image(&pulled).await?;
+        let id = client.pull_image(&pulled).await?;
         if !had {
             // The run removes it at its end should the case fail before it does.
             world.note_pulled(&pulled);

@@ -1,7 +1,9 @@
 //! `remove_image`: the runtime's RemoveImage by any kind of reference; afterwards the reference
 //! removed answers no image (the CRI's promise, on every runtime), and the images the step
 //! names answer or not as expected. Removing an image the runtime lacks succeeds, as the CRI
-//! asks; an error expectation checks a refusal instead.
+//! asks; an error expectation checks a refusal instead. `concurrent: N` issues N removals at
+//! once, each followed by its own ImageStatus, as several kubelet image GCs or crictl users
+//! might: every one must succeed and find the image gone.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +16,7 @@ use crate::world::{mismatch, StepError, World};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `remove_image` step: `image`, `by`, `setup`, `expect`"
+    expecting = "a `remove_image` step: `image`, `by`, `setup`, `concurrent`, `expect`"
 )]
 pub struct RemoveImage {
     /// The image: a catalogue symbol, `symbol:tag`, or a reference.
@@ -27,6 +29,9 @@ pub struct RemoveImage {
     /// case, not by every case that starts clean).
     #[serde(default, skip_serializing_if = "is_default")]
     pub setup: bool,
+    /// Issue this many removals at once (2 or more), each then asking ImageStatus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<usize>,
     /// Expectations.
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: RemoveImageExpect,
@@ -53,7 +58,7 @@ pub struct RemoveImageExpect {
 impl StepDef for RemoveImage {
     const NAME: &'static str = "remove_image";
     const KIND: Kind = Kind::Check;
-    const ABOUT: &'static str = "Removes an image by a kind of reference (tag, untagged, short_name, digest, id, short_id); the reference then answers no image.";
+    const ABOUT: &'static str = "Removes an image by a kind of reference (tag, untagged, short_name, digest, id, short_id), or `concurrent: N` times at once; the reference then answers no image.";
 
     fn expect_fields() -> &'static [&'static str] {
         super::fields_of::<RemoveImageExpect>()
@@ -76,11 +81,23 @@ impl StepDef for RemoveImage {
         {
             return Err("expect: a removal expected to fail has no images to check after".into());
         }
+        if let Some(count) = self.concurrent {
+            if count < 2 {
+                return Err("concurrent: at least 2 removals at once".into());
+            }
+            if self.setup || self.expect.error.is_some() {
+                return Err("concurrent: removals at once must all succeed; no `setup` or `expect.error`".into());
+            }
+        }
         scope.error(self.expect.error.as_ref())
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let removed = reference(&world.runtime, &self.image, self.by).await?;
+        if let Some(count) = self.concurrent {
+            self.remove_at_once(world, &removed, count).await?;
+            return self.check_after(world, &removed).await;
+        }
         let result = world.runtime.remove_image(&removed).await;
         world.forget_pulled();
         if self.setup {
@@ -98,8 +115,59 @@ impl StepDef for RemoveImage {
         if check_call(self.expect.error.as_ref(), result, redact)?.is_none() {
             return Ok(());
         }
+        self.check_after(world, &removed).await
+    }
+}
+
+impl RemoveImage {
+    /// `count` removals issued at once, each followed by its own ImageStatus; every removal
+    /// must succeed and every status after it answer no image. Failures are reported by the
+    /// index of the call in issue order, the lowest first.
+    async fn remove_at_once(
+        &self,
+        world: &mut World,
+        removed: &str,
+        count: usize,
+    ) -> Result<(), StepError> {
+        let calls = (0..count).map(|_| {
+            let runtime = world.runtime.clone();
+            async move {
+                let result = runtime.remove_image(removed).await;
+                let after = runtime.image_status(removed).await;
+                (result, after)
+            }
+        });
+        let outcomes = futures::future::join_all(calls).await;
+        world.forget_pulled();
+        let failed = outcomes.iter().filter(|(result, _)| result.is_err()).count();
+        for (index, (result, after)) in outcomes.into_iter().enumerate() {
+            if let Err(err) = result {
+                return Err(mismatch(
+                    format!("concurrent[{index}]"),
+                    format!("each of {count} removals at once to succeed"),
+                    format!(
+                        "{failed} failed, this one {:?}: {}",
+                        err.code,
+                        world.redact(&err.message)
+                    ),
+                ));
+            }
+            if let Some(found) = after? {
+                return Err(mismatch(
+                    format!("concurrent[{index}]: {} after its removal returned", self.image),
+                    "no image",
+                    format!("image with tags {:?}", found.repo_tags),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// After a removal: the reference removed answers no image; `absent` and `present` as
+    /// expected.
+    async fn check_after(&self, world: &mut World, removed: &str) -> Result<(), StepError> {
         let by = self.by;
-        if let Some(found) = world.runtime.image_status(&removed).await? {
+        if let Some(found) = world.runtime.image_status(removed).await? {
             return Err(mismatch(
                 format!("{} by {by} after removal", self.image),
                 "no image",
@@ -135,6 +203,19 @@ mod tests {
         assert!(parsed.check(&mut Scope::default()).is_ok());
         let printed = serde_saphyr::to_string(&step("image: busybox")).unwrap();
         assert_eq!(printed.trim(), "image: busybox");
+    }
+
+    #[test]
+    fn concurrent_removals_are_two_or_more_and_all_expected_to_succeed() {
+        assert!(step("image: a\nconcurrent: 5").check(&mut Scope::default()).is_ok());
+        for (yaml, why) in [
+            ("image: a\nconcurrent: 1", "at least 2"),
+            ("image: a\nconcurrent: 2\nsetup: true", "must all succeed"),
+            ("image: a\nconcurrent: 2\nexpect: {error: {}}", "must all succeed"),
+        ] {
+            let err = step(yaml).check(&mut Scope::default()).unwrap_err();
+            assert!(err.contains(why), "{yaml}: {err}");
+        }
     }
 
     #[test]
