@@ -11,10 +11,41 @@ use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;
 
 /// Each defect, and the embedded cases (`suite/case`) that must catch it.
-const CAUGHT_BY: &[(Defect, &[&str])] = &[(
-    Defect::StopUnknownContainerNotFound,
-    &["conformance-container/stopping-an-unknown-container-id-succeeds"],
-)];
+const CAUGHT_BY: &[(Defect, &[&str])] = &[
+    (
+        Defect::StopUnknownContainerNotFound,
+        &["conformance-container/stopping-an-unknown-container-id-succeeds"],
+    ),
+    (
+        Defect::RecursiveReadOnlyShallow,
+        &["conformance-mounts/a-recursive-read-only-mount-makes-its-submounts-read-only"],
+    ),
+    (
+        Defect::RecursiveReadOnlyAnyPropagation,
+        &[
+            "conformance-mounts/a-recursive-read-only-mount-with-bidirectional-propagation-is-refused",
+            "conformance-mounts/a-recursive-read-only-mount-with-host-to-container-propagation-is-refused",
+        ],
+    ),
+    (
+        Defect::ImageVolumeWritable,
+        &[
+            "conformance-mounts/an-image-volume-shows-the-image-read-only-and-executable",
+            "conformance-mounts/a-writable-image-volume-is-refused",
+        ],
+    ),
+    (
+        Defect::ImageVolumeNoexec,
+        &["conformance-mounts/an-image-volume-shows-the-image-read-only-and-executable"],
+    ),
+    (
+        Defect::ImageSubPathIgnored,
+        &[
+            "conformance-mounts/an-image-volume-sub-path-mounts-that-directory",
+            "conformance-mounts/an-image-volume-sub-path-the-image-lacks-is-refused",
+        ],
+    ),
+];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
 /// run as a real runtime would be.

@@ -371,11 +371,12 @@ impl Security {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`, `selinux_relabel`"
+    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`, `selinux_relabel`, `recursive_read_only`, `image`, `image_sub_path`"
 )]
 pub struct Mount {
     /// The host path: relative paths are under the case's host directory (see
-    /// `make_host_path`), absolute ones are taken as they are.
+    /// `make_host_path`), absolute ones are taken as they are. Empty for an image volume.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub host_path: String,
     /// Where it appears in the container.
     pub container_path: String,
@@ -388,6 +389,16 @@ pub struct Mount {
     /// Have the runtime relabel the host path for the container's SELinux label.
     #[serde(default, skip_serializing_if = "is_default")]
     pub selinux_relabel: bool,
+    /// Make the mount read-only recursively, submounts included (CRI `recursive_read_only`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub recursive_read_only: bool,
+    /// An image volume instead of a host path: the image (a symbol or a reference), pulled
+    /// first and sent by its id as the kubelet does, with the reference as the user wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The directory of `image` to mount instead of its root.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_sub_path: String,
 }
 
 /// A mount's propagation, as CRI names it.
@@ -404,7 +415,7 @@ pub enum Propagation {
 }
 
 impl Propagation {
-    fn to_cri(self) -> v1::MountPropagation {
+    pub(crate) fn to_cri(self) -> v1::MountPropagation {
         match self {
             Propagation::Private => v1::MountPropagation::PropagationPrivate,
             Propagation::HostToContainer => v1::MountPropagation::PropagationHostToContainer,
@@ -439,6 +450,21 @@ impl CreateContainer {
     }
 }
 
+/// The image an image volume mounts, as the kubelet sends it: pulled first, named by the id
+/// the runtime gives it, with the reference as the user wrote it.
+async fn volume_image(world: &mut World, symbol: &str) -> Result<v1::ImageSpec, StepError> {
+    world.pull(symbol).await?;
+    let reference = images::resolve(symbol);
+    let image = world.runtime.image_status(&reference).await?.ok_or_else(|| {
+        StepError::Unsupported(format!("image volume: {reference} is not on the runtime after its pull"))
+    })?;
+    Ok(v1::ImageSpec {
+        image: image.id,
+        user_specified_image: reference,
+        ..Default::default()
+    })
+}
+
 /// A relative path that stays inside the directory it is joined to.
 pub(crate) fn is_inner_path(path: &str) -> bool {
     let path = std::path::Path::new(path);
@@ -456,7 +482,39 @@ impl StepDef for CreateContainer {
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         scope.sandbox(&self.sandbox)?;
         for mount in &self.mounts {
-            if !mount.host_path.starts_with('/') && !is_inner_path(&mount.host_path) {
+            match (&mount.image, mount.host_path.is_empty()) {
+                (Some(_), false) => {
+                    return Err(format!(
+                        "mounts: `{}` has both a host_path and an image; give one",
+                        mount.container_path
+                    ))
+                }
+                (None, true) => {
+                    return Err(format!(
+                        "mounts: `{}` needs a host_path or an image",
+                        mount.container_path
+                    ))
+                }
+                (None, false) if !mount.image_sub_path.is_empty() => {
+                    return Err(format!(
+                        "mounts: `{}` has an image_sub_path but no image",
+                        mount.container_path
+                    ))
+                }
+                (Some(_), true)
+                    if !mount.image_sub_path.is_empty() && !is_inner_path(&mount.image_sub_path) =>
+                {
+                    return Err(format!(
+                        "mounts: image_sub_path `{}` must be relative and stay inside the image",
+                        mount.image_sub_path
+                    ))
+                }
+                (Some(_), true) | (None, false) => {}
+            }
+            if mount.image.is_none()
+                && !mount.host_path.starts_with('/')
+                && !is_inner_path(&mount.host_path)
+            {
                 return Err(format!(
                     "mounts: host_path `{}` must be absolute or stay inside the case's host directory",
                     mount.host_path
@@ -507,10 +565,13 @@ impl StepDef for CreateContainer {
         let image = images::resolve(&self.image);
         let mut mounts = Vec::with_capacity(self.mounts.len());
         for mount in &self.mounts {
-            let host_path = if mount.host_path.starts_with('/') {
-                mount.host_path.clone()
-            } else {
-                world.host_path(&mount.host_path)?.display().to_string()
+            let (host_path, image) = match &mount.image {
+                Some(symbol) => (String::new(), Some(volume_image(world, symbol).await?)),
+                None if mount.host_path.starts_with('/') => (mount.host_path.clone(), None),
+                None => (
+                    world.host_path(&mount.host_path)?.display().to_string(),
+                    None,
+                ),
             };
             mounts.push(v1::Mount {
                 container_path: mount.container_path.clone(),
@@ -518,6 +579,9 @@ impl StepDef for CreateContainer {
                 readonly: mount.readonly,
                 propagation: mount.propagation.to_cri() as i32,
                 selinux_relabel: mount.selinux_relabel,
+                recursive_read_only: mount.recursive_read_only,
+                image,
+                image_sub_path: mount.image_sub_path.clone(),
                 ..Default::default()
             });
         }
