@@ -100,15 +100,15 @@ impl StepDef for ContainerMounts {
             let field = |name: &str| format!("mounts[{path}].{name}");
             if let Some(readonly) = wanted.readonly {
                 let actual = mount.readonly.to_string();
-                expect_eq(&field("readonly"), &readonly.to_string(), &actual)?;
+                expect_eq(field("readonly"), &readonly.to_string(), &actual)?;
             }
             if let Some(rro) = wanted.recursive_read_only {
                 let actual = mount.recursive_read_only.to_string();
-                expect_eq(&field("recursive_read_only"), &rro.to_string(), &actual)?;
+                expect_eq(field("recursive_read_only"), &rro.to_string(), &actual)?;
             }
             if let Some(propagation) = wanted.propagation {
                 let expected = shown(propagation.to_cri() as i32);
-                expect_eq(&field("propagation"), &expected, &shown(mount.propagation))?;
+                expect_eq(field("propagation"), &expected, &shown(mount.propagation))?;
             }
             if let Some(symbol) = &wanted.image_ref {
                 let reference = images::resolve(symbol);
@@ -121,7 +121,7 @@ impl StepDef for ContainerMounts {
                         "the digest of image volume {path} (ContainerStatus.mounts[].image.image_ref is empty)"
                     )));
                 }
-                expect_eq(&field("image.image_ref"), &image.id, actual)?;
+                expect_eq(field("image.image_ref"), &image.id, actual)?;
             }
         }
         Ok(())

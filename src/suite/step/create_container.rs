@@ -3,6 +3,7 @@
 //! with the security context (user, groups, capabilities, seccomp, namespaces) a case asks for.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -465,6 +466,62 @@ async fn volume_image(world: &mut World, symbol: &str) -> Result<v1::ImageSpec, 
     })
 }
 
+/// After a runtime failed a valid image volume with another code than Unimplemented: asks
+/// whether it knows `Mount.image` at all. A runtime older than the field reads such a mount as
+/// a host-path mount with an empty path (proto3 readers skip a field they lack) and fails it,
+/// as it should fail any missing host path. So the same container goes once more under
+/// another name, each image mount also given a host directory holding a marker file: a
+/// runtime that knows the field refuses a mount with both (they exclude each other) or mounts
+/// the image; one that shows the marker at the mount mounted the host directory and never
+/// saw the image, so it lacks image volumes (`RuntimeLacks`). The probe is removed.
+async fn drops_image_field(
+    world: &mut World,
+    sandbox_id: &str,
+    mut config: v1::ContainerConfig,
+    sandbox_config: v1::PodSandboxConfig,
+) -> Result<(), StepError> {
+    const MARKER: &str = "image-field-probe-marker";
+    let host = world.host_path("image-field-probe")?;
+    std::fs::create_dir_all(&host)
+        .and_then(|()| std::fs::write(host.join(MARKER), ""))
+        .map_err(|err| StepError::Unsupported(format!("cannot make {}: {err}", host.display())))?;
+    let mut paths = Vec::new();
+    for mount in config.mounts.iter_mut().filter(|m| m.image.is_some()) {
+        mount.host_path = host.display().to_string();
+        paths.push(mount.container_path.clone());
+    }
+    if let Some(metadata) = config.metadata.as_mut() {
+        metadata.name.push_str("-image-field-probe");
+    }
+    let runtime = world.runtime.clone();
+    let Ok(id) = runtime
+        .create_container(sandbox_id, config, sandbox_config)
+        .await
+    else {
+        return Ok(());
+    };
+    let mut listing = Vec::new();
+    if runtime.start_container(&id).await.is_ok() {
+        for path in &paths {
+            let command = vec!["ls".to_owned(), "-A".to_owned(), path.clone()];
+            if let Ok(answer) = runtime.exec_sync(&id, command, Duration::from_secs(10)).await {
+                listing.push(String::from_utf8_lossy(&answer.stdout).into_owned());
+            }
+        }
+    }
+    // The case's cleanup removes it too if these fail.
+    let _ = runtime.stop_container(&id, 0).await;
+    let _ = runtime.remove_container(&id).await;
+    if !listing.is_empty() && listing.iter().all(|l| l.lines().any(|name| name == MARKER)) {
+        return Err(StepError::RuntimeLacks(
+            "image volumes: it fails an image mount, and mounts one that also has a host \
+             path as that host directory (a runtime older than Mount.image)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// A relative path that stays inside the directory it is joined to.
 pub(crate) fn is_inner_path(path: &str) -> bool {
     let path = std::path::Path::new(path);
@@ -645,10 +702,20 @@ impl StepDef for CreateContainer {
             }),
             ..Default::default()
         };
+        let probe = config
+            .mounts
+            .iter()
+            .any(|m| m.image.is_some())
+            .then(|| config.clone());
         let result = world
             .runtime
-            .create_container(&sandbox.id, config, sandbox.config)
+            .create_container(&sandbox.id, config, sandbox.config.clone())
             .await;
+        if let (Err(err), Some(config), None) = (&result, probe, &self.expect.error) {
+            if err.code != tonic::Code::Unimplemented {
+                drops_image_field(world, &sandbox.id, config, sandbox.config).await?;
+            }
+        }
         // The runner redacts the failure message.
         let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
             return Ok(());
