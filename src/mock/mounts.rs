@@ -628,6 +628,48 @@ mod tests {
         assert_eq!(missing.map_err(|o| o.status), Err(NOT_FOUND));
     }
 
+    /// A read-only host mount at /mnt with a tmpfs at its `tmpfs`, recursive or not.
+    fn host_table(recursive: bool) -> Arc<MountTable> {
+        Arc::new(MountTable {
+            mounts: vec![MountView {
+                container_path: "/mnt".to_owned(),
+                readonly: true,
+                recursive,
+                noexec: false,
+                source: Source::Host {
+                    path: PathBuf::from("/nonexistent-host-dir"),
+                    submounts: vec!["tmpfs".to_owned()],
+                },
+            }],
+        })
+    }
+
+    #[rstest]
+    #[case::plain_read_only_leaves_the_submount_writable(false, "/mnt/tmpfs/f", 0)]
+    #[case::plain_read_only_refuses_the_mount_itself(false, "/mnt/f", 1)]
+    #[case::a_name_that_only_starts_like_the_submount(false, "/mnt/tmpfsx", 1)]
+    #[case::recursive_read_only_refuses_the_submount(true, "/mnt/tmpfs/f", 1)]
+    #[case::outside_every_mount(true, "/tmp/f", 0)]
+    #[tokio::test]
+    async fn a_write_under_a_read_only_mount_fails_where_the_mount_holding_it_is_read_only(
+        #[case] recursive: bool,
+        #[case] file: &str,
+        #[case] status: i32,
+    ) {
+        let outcome = scope(host_table(recursive), async { touch(&[file.to_owned()]) }).await;
+        assert_eq!(outcome.status, status, "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn a_path_under_no_mount_is_the_containers_own_images() {
+        let (home, bin) = in_table(vec![image_mount(true, "")], || {
+            (ls(&["/home".to_owned()]), ls(&["/bin/sh".to_owned()]))
+        })
+        .await;
+        // The container runs busybox, which has no /home; the volume's image has one.
+        assert_eq!((home.status, bin.status), (1, 0));
+    }
+
     #[test]
     fn mountinfo_escapes_are_undone() {
         assert_eq!(unescape("/a\\040b"), "/a b");
