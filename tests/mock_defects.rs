@@ -42,6 +42,31 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
             "conformance-images/one-image-from-two-registries-is-one-id",
         ],
     ),
+    (
+        Defect::RecursiveReadOnlyShallow,
+        &["conformance-mounts/a-recursive-read-only-mount-makes-its-submounts-read-only"],
+    ),
+    (
+        Defect::RecursiveReadOnlyAnyPropagation,
+        &[
+            "conformance-mounts/a-recursive-read-only-mount-with-bidirectional-propagation-is-refused",
+            "conformance-mounts/a-recursive-read-only-mount-with-host-to-container-propagation-is-refused",
+        ],
+    ),
+    (
+        Defect::ImageVolumeWritable,
+        // Accepting readonly false breaks a should clause, a warning: the must case catches it.
+        &["conformance-mounts/an-image-volume-shows-the-image-read-only-and-executable"],
+    ),
+    (
+        Defect::ImageVolumeNoexec,
+        &["conformance-mounts/an-image-volume-shows-the-image-read-only-and-executable"],
+    ),
+    (
+        Defect::ImageSubPathIgnored,
+        // Accepting a missing sub path breaks a should clause, a warning: the must case catches it.
+        &["conformance-mounts/an-image-volume-sub-path-mounts-that-directory"],
+    ),
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and

@@ -23,6 +23,18 @@ pub enum Defect {
     /// ContainerStatus and ListContainers name another id than the image's (the image's
     /// manifest digest), where CRI 1.30 makes `image_id` the id PullImage answered.
     ContainerImageIdDiffers,
+    /// A recursive read-only mount is made read-only only at its top, as a plain read-only
+    /// mount: a mount under its host path stays writable.
+    RecursiveReadOnlyShallow,
+    /// A recursive read-only mount with a propagation other than private is accepted.
+    RecursiveReadOnlyAnyPropagation,
+    /// An image volume is writable, and one asked for with readonly false is created.
+    ImageVolumeWritable,
+    /// An image volume is mounted noexec: the image's binaries there do not run.
+    ImageVolumeNoexec,
+    /// An image volume's sub path is ignored: the image's root is mounted instead, and a sub
+    /// path the image lacks is not refused.
+    ImageSubPathIgnored,
 }
 
 impl Defect {
@@ -33,6 +45,11 @@ impl Defect {
         Defect::ConcurrentRemoveImageFails,
         Defect::RemovedImageStillListed,
         Defect::ContainerImageIdDiffers,
+        Defect::RecursiveReadOnlyShallow,
+        Defect::RecursiveReadOnlyAnyPropagation,
+        Defect::ImageVolumeWritable,
+        Defect::ImageVolumeNoexec,
+        Defect::ImageSubPathIgnored,
     ];
 }
 

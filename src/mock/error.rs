@@ -120,6 +120,15 @@ pub(crate) enum RpcError {
         /// The group asked for.
         group: i64,
     },
+    /// CreateContainer with a mount the contract forbids (a recursive read-only mount that is
+    /// not read-only and private, a writable image volume, a sub path the image lacks).
+    #[error("invalid mount {container_path:?}: {reason}")]
+    InvalidMount {
+        /// The mount's container path.
+        container_path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// CreateContainer in a sandbox that is not READY.
     #[error("cannot create a container in sandbox \"{id}\": no running task found")]
     SandboxNotRunning {
@@ -337,7 +346,8 @@ impl From<RpcError> for tonic::Status {
             | RpcError::UntargetedMethod { .. }
             | RpcError::NegativeTime { .. }
             | RpcError::NoStreams { .. }
-            | RpcError::TtyWithStderr { .. } => Code::InvalidArgument,
+            | RpcError::TtyWithStderr { .. }
+            | RpcError::InvalidMount { .. } => Code::InvalidArgument,
             RpcError::SandboxNotFound { .. }
             | RpcError::ContainerNotFound { .. }
             | RpcError::SandboxNotRunning { .. }

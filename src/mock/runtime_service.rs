@@ -13,7 +13,7 @@ use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::state::{container_name, sandbox_name, selector, Process};
-use super::{stats, status_info, streaming, Defect, Inner, MockRuntime};
+use super::{mounts, stats, status_info, streaming, Defect, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -385,6 +385,16 @@ fn create_container(
             return Err(RpcError::GroupWithoutUser { group: group.value });
         }
     }
+    let handler_rro = HANDLERS.iter().any(|(name, features)| {
+        *name == sandbox.runtime_handler && features.recursive_read_only_mounts
+    });
+    let mounts = mounts::build(
+        &config.mounts,
+        &image,
+        &state.images,
+        handler_rro,
+        |defect| inner.defects.contains(&defect),
+    )?;
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;
@@ -428,7 +438,7 @@ fn create_container(
         },
         labels: config.labels,
         annotations: config.annotations,
-        mounts: config.mounts,
+        mounts: mounts.status,
         log_path,
         stop_signal: config.stop_signal,
         ..Default::default()
@@ -441,7 +451,10 @@ fn create_container(
     let key = inner
         .state
         .insert_container(pod_sandbox_id, status, Some(name), memory_limit);
-    inner.state.containers.update(key, |c| c.process = process);
+    inner.state.containers.update(key, |c| {
+        c.process = process;
+        c.mounts = mounts.table;
+    });
     Ok(v1::CreateContainerResponse { container_id: id })
 }
 

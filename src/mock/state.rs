@@ -40,6 +40,8 @@ pub(crate) struct Container {
     pub(crate) memory_limit: i64,
     /// The process it runs, as Attach sees it.
     pub(crate) process: Process,
+    /// Its mounts, as its execs see them.
+    pub(crate) mounts: std::sync::Arc<crate::mock::mounts::MountTable>,
 }
 
 /// A container's modelled main process: its command line and how its stdio was set up.
@@ -327,6 +329,7 @@ impl State {
             name,
             memory_limit,
             process: Process::default(),
+            mounts: std::sync::Arc::default(),
         })
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::Attached;
+use crate::mock::mounts;
 use crate::streaming::protocol::TerminalSize;
 
 /// Largest chunk a command writes at once (one WebSocket message).
@@ -470,6 +471,9 @@ async fn command(argv: &[String], proc: &mut Proc<'_>) -> Flow {
     let Some((name, args)) = argv.split_first() else {
         return Flow::Status(0);
     };
+    if let Err(refused) = mounts::may_exec(name) {
+        return Flow::Status(report(refused, proc).await);
+    }
     let status = match base_name(name) {
         "true" | ":" => 0,
         "false" => 1,
@@ -480,6 +484,8 @@ async fn command(argv: &[String], proc: &mut Proc<'_>) -> Flow {
         "yes" => yes(args, proc).await,
         "sleep" => sleep(args, proc).await,
         "stty" => stty(args, proc).await,
+        "touch" => report(mounts::touch(args), proc).await,
+        "ls" => report(mounts::ls(args), proc).await,
         "sh" | "bash" | "ash" | "dash" => match args {
             [flag, text, ..] if flag == "-c" => script(text, proc).await.code(),
             [] => interactive(proc).await.code(),
@@ -497,6 +503,18 @@ async fn command(argv: &[String], proc: &mut Proc<'_>) -> Flow {
         }
     };
     Flow::Status(status)
+}
+
+/// Prints what a command of the mount model answered; its status, or SIGPIPE's.
+async fn report(outcome: mounts::Outcome, proc: &mut Proc<'_>) -> i32 {
+    if !outcome.stdout.is_empty() && proc.stdout.print(&outcome.stdout).await.is_err() {
+        return SIGPIPE_STATUS;
+    }
+    if !outcome.stderr.is_empty() {
+        // The output may be gone; the status stands.
+        let _ = proc.stderr.print(&outcome.stderr).await;
+    }
+    outcome.status
 }
 
 /// `exit [N]`: N modulo 256, as a shell reports it.

@@ -64,6 +64,8 @@ pub(crate) struct Command {
     pub(crate) program: Program,
     /// The streams the request asked for.
     pub(crate) streams: Streams,
+    /// The container's mounts, as its commands see them.
+    pub(crate) mounts: std::sync::Arc<crate::mock::mounts::MountTable>,
 }
 
 /// What a remote command runs.

@@ -15,6 +15,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::commands::{self, Fd, Stdio};
 use super::{Command, Program, Streams};
+use crate::mock::mounts;
 use crate::streaming::protocol::{frame, split, Channel, Status, TerminalSize};
 
 /// Output chunks queued between the command and the socket (backpressure beyond that).
@@ -59,12 +60,13 @@ where
     let (size, size_rx) = watch::channel(None::<TerminalSize>);
     let mut stdio = Stdio::new(out, stdin_rx, streams.tty.then_some(size_rx));
 
-    let mut running = Box::pin(async {
+    let session = async {
         match &command.program {
             Program::Exec(argv) => commands::run(argv, &mut stdio).await,
             Program::Attach(process) => commands::attach(process, &mut stdio).await,
         }
-    });
+    };
+    let mut running = Box::pin(mounts::scope(command.mounts.clone(), session));
     let deadline = tokio::time::sleep(idle);
     tokio::pin!(deadline);
     let ended = loop {

@@ -48,9 +48,11 @@ pub(crate) fn exec(
     request: v1::ExecRequest,
 ) -> Result<v1::ExecResponse, RpcError> {
     const METHOD: &str = "Exec";
-    running_container(inner, &request.container_id, |id| {
+    let mounts = running_container(inner, &request.container_id, |id| {
         RpcError::ExecContainerNotFound { id }
-    })?;
+    })?
+    .mounts
+    .clone();
     let streams = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -61,6 +63,7 @@ pub(crate) fn exec(
     let pending = Pending::Command(Command {
         program: Program::Exec(request.cmd),
         streams,
+        mounts,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::ExecResponse { url })
@@ -79,6 +82,7 @@ pub(crate) fn attach(
     let process = &container.process;
     let program = Program::Attach(Attached::of(&process.argv, process.stdin));
     let tty = process.tty;
+    let mounts = container.mounts.clone();
     let requested = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -89,6 +93,7 @@ pub(crate) fn attach(
     let pending = Pending::Command(Command {
         program,
         streams: Streams { tty, ..requested },
+        mounts,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::AttachResponse { url })

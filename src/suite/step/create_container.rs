@@ -3,6 +3,7 @@
 //! with the security context (user, groups, capabilities, seccomp, namespaces) a case asks for.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -371,11 +372,12 @@ impl Security {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`, `selinux_relabel`"
+    expecting = "a mount: `host_path`, `container_path`, `readonly`, `propagation`, `selinux_relabel`, `recursive_read_only`, `image`, `image_sub_path`"
 )]
 pub struct Mount {
     /// The host path: relative paths are under the case's host directory (see
-    /// `make_host_path`), absolute ones are taken as they are.
+    /// `make_host_path`), absolute ones are taken as they are. Empty for an image volume.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub host_path: String,
     /// Where it appears in the container.
     pub container_path: String,
@@ -388,6 +390,16 @@ pub struct Mount {
     /// Have the runtime relabel the host path for the container's SELinux label.
     #[serde(default, skip_serializing_if = "is_default")]
     pub selinux_relabel: bool,
+    /// Make the mount read-only recursively, submounts included (CRI `recursive_read_only`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub recursive_read_only: bool,
+    /// An image volume instead of a host path: the image (a symbol or a reference), pulled
+    /// first and sent by its id as the kubelet does, with the reference as the user wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The directory of `image` to mount instead of its root.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_sub_path: String,
 }
 
 /// A mount's propagation, as CRI names it.
@@ -404,7 +416,7 @@ pub enum Propagation {
 }
 
 impl Propagation {
-    fn to_cri(self) -> v1::MountPropagation {
+    pub(crate) fn to_cri(self) -> v1::MountPropagation {
         match self {
             Propagation::Private => v1::MountPropagation::PropagationPrivate,
             Propagation::HostToContainer => v1::MountPropagation::PropagationHostToContainer,
@@ -439,6 +451,77 @@ impl CreateContainer {
     }
 }
 
+/// The image an image volume mounts, as the kubelet sends it: pulled first, named by the id
+/// the runtime gives it, with the reference as the user wrote it.
+async fn volume_image(world: &mut World, symbol: &str) -> Result<v1::ImageSpec, StepError> {
+    world.pull(symbol).await?;
+    let reference = images::resolve(symbol);
+    let image = world.runtime.image_status(&reference).await?.ok_or_else(|| {
+        StepError::Unsupported(format!("image volume: {reference} is not on the runtime after its pull"))
+    })?;
+    Ok(v1::ImageSpec {
+        image: image.id,
+        user_specified_image: reference,
+        ..Default::default()
+    })
+}
+
+/// After a runtime failed a valid image volume with another code than Unimplemented: asks
+/// whether it knows `Mount.image` at all. A runtime older than the field reads such a mount as
+/// a host-path mount with an empty path (proto3 readers skip a field they lack) and fails it,
+/// as it should fail any missing host path. So the same container goes once more under
+/// another name, each image mount also given a host directory holding a marker file: a
+/// runtime that knows the field refuses a mount with both (they exclude each other) or mounts
+/// the image; one that shows the marker at the mount mounted the host directory and never
+/// saw the image, so it lacks image volumes (`RuntimeLacks`). The probe is removed.
+async fn drops_image_field(
+    world: &mut World,
+    sandbox_id: &str,
+    mut config: v1::ContainerConfig,
+    sandbox_config: v1::PodSandboxConfig,
+) -> Result<(), StepError> {
+    const MARKER: &str = "image-field-probe-marker";
+    let host = world.host_path("image-field-probe")?;
+    std::fs::create_dir_all(&host)
+        .and_then(|()| std::fs::write(host.join(MARKER), ""))
+        .map_err(|err| StepError::Unsupported(format!("cannot make {}: {err}", host.display())))?;
+    let mut paths = Vec::new();
+    for mount in config.mounts.iter_mut().filter(|m| m.image.is_some()) {
+        mount.host_path = host.display().to_string();
+        paths.push(mount.container_path.clone());
+    }
+    if let Some(metadata) = config.metadata.as_mut() {
+        metadata.name.push_str("-image-field-probe");
+    }
+    let runtime = world.runtime.clone();
+    let Ok(id) = runtime
+        .create_container(sandbox_id, config, sandbox_config)
+        .await
+    else {
+        return Ok(());
+    };
+    let mut listing = Vec::new();
+    if runtime.start_container(&id).await.is_ok() {
+        for path in &paths {
+            let command = vec!["ls".to_owned(), "-A".to_owned(), path.clone()];
+            if let Ok(answer) = runtime.exec_sync(&id, command, Duration::from_secs(10)).await {
+                listing.push(String::from_utf8_lossy(&answer.stdout).into_owned());
+            }
+        }
+    }
+    // The case's cleanup removes it too if these fail.
+    let _ = runtime.stop_container(&id, 0).await;
+    let _ = runtime.remove_container(&id).await;
+    if !listing.is_empty() && listing.iter().all(|l| l.lines().any(|name| name == MARKER)) {
+        return Err(StepError::RuntimeLacks(
+            "image volumes: it fails an image mount, and mounts one that also has a host \
+             path as that host directory (a runtime older than Mount.image)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// A relative path that stays inside the directory it is joined to.
 pub(crate) fn is_inner_path(path: &str) -> bool {
     let path = std::path::Path::new(path);
@@ -456,7 +539,39 @@ impl StepDef for CreateContainer {
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         scope.sandbox(&self.sandbox)?;
         for mount in &self.mounts {
-            if !mount.host_path.starts_with('/') && !is_inner_path(&mount.host_path) {
+            match (&mount.image, mount.host_path.is_empty()) {
+                (Some(_), false) => {
+                    return Err(format!(
+                        "mounts: `{}` has both a host_path and an image; give one",
+                        mount.container_path
+                    ))
+                }
+                (None, true) => {
+                    return Err(format!(
+                        "mounts: `{}` needs a host_path or an image",
+                        mount.container_path
+                    ))
+                }
+                (None, false) if !mount.image_sub_path.is_empty() => {
+                    return Err(format!(
+                        "mounts: `{}` has an image_sub_path but no image",
+                        mount.container_path
+                    ))
+                }
+                (Some(_), true)
+                    if !mount.image_sub_path.is_empty() && !is_inner_path(&mount.image_sub_path) =>
+                {
+                    return Err(format!(
+                        "mounts: image_sub_path `{}` must be relative and stay inside the image",
+                        mount.image_sub_path
+                    ))
+                }
+                (Some(_), true) | (None, false) => {}
+            }
+            if mount.image.is_none()
+                && !mount.host_path.starts_with('/')
+                && !is_inner_path(&mount.host_path)
+            {
                 return Err(format!(
                     "mounts: host_path `{}` must be absolute or stay inside the case's host directory",
                     mount.host_path
@@ -507,10 +622,13 @@ impl StepDef for CreateContainer {
         let image = images::resolve(&self.image);
         let mut mounts = Vec::with_capacity(self.mounts.len());
         for mount in &self.mounts {
-            let host_path = if mount.host_path.starts_with('/') {
-                mount.host_path.clone()
-            } else {
-                world.host_path(&mount.host_path)?.display().to_string()
+            let (host_path, image) = match &mount.image {
+                Some(symbol) => (String::new(), Some(volume_image(world, symbol).await?)),
+                None if mount.host_path.starts_with('/') => (mount.host_path.clone(), None),
+                None => (
+                    world.host_path(&mount.host_path)?.display().to_string(),
+                    None,
+                ),
             };
             mounts.push(v1::Mount {
                 container_path: mount.container_path.clone(),
@@ -518,6 +636,9 @@ impl StepDef for CreateContainer {
                 readonly: mount.readonly,
                 propagation: mount.propagation.to_cri() as i32,
                 selinux_relabel: mount.selinux_relabel,
+                recursive_read_only: mount.recursive_read_only,
+                image,
+                image_sub_path: mount.image_sub_path.clone(),
                 ..Default::default()
             });
         }
@@ -581,10 +702,20 @@ impl StepDef for CreateContainer {
             }),
             ..Default::default()
         };
+        let probe = config
+            .mounts
+            .iter()
+            .any(|m| m.image.is_some())
+            .then(|| config.clone());
         let result = world
             .runtime
-            .create_container(&sandbox.id, config, sandbox.config)
+            .create_container(&sandbox.id, config, sandbox.config.clone())
             .await;
+        if let (Err(err), Some(config), None) = (&result, probe, &self.expect.error) {
+            if err.code != tonic::Code::Unimplemented {
+                drops_image_field(world, &sandbox.id, config, sandbox.config).await?;
+            }
+        }
         // The runner redacts the failure message.
         let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
             return Ok(());

@@ -419,6 +419,7 @@ registry! {
     check_host_path::CheckHostPath,
     host_mount::HostMount,
     check_host_mount::CheckHostMount,
+    container_mounts::ContainerMounts,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
