@@ -15,7 +15,7 @@ use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `stdin`, `tty`, `security`, `expect`"
+    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `stdin`, `tty`, `security`, `expect`, `memory_limit`"
 )]
 pub struct CreateContainer {
     /// Container alias.
@@ -74,6 +74,10 @@ pub struct CreateContainer {
     /// How CreateContainer must answer (default: it succeeds).
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: CreateExpect,
+    /// Its memory limit in bytes (default: none), sent as the swap limit too, as critest's OOM
+    /// spec does, so the process cannot page its way past the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<i64>,
 }
 
 /// What `create_container` checks of the CreateContainer answer.
@@ -435,6 +439,7 @@ impl CreateContainer {
             tty: false,
             security: Security::default(),
             expect: CreateExpect::default(),
+            memory_limit: None,
         }
     }
 }
@@ -484,6 +489,9 @@ impl StepDef for CreateContainer {
             if let Some(path) = paths.iter().find(|p| !p.starts_with('/')) {
                 return Err(format!("security.{field}: `{path}` must be absolute"));
             }
+        }
+        if let Some(bytes) = self.memory_limit.filter(|&b| b <= 0) {
+            return Err(format!("memory_limit: {bytes} is not a positive number of bytes"));
         }
         scope.error(self.expect.error.as_ref())?;
         scope.pod_labels(self.pod_labels.as_deref())?;
@@ -577,6 +585,11 @@ impl StepDef for CreateContainer {
             tty: self.tty,
             linux: Some(v1::LinuxContainerConfig {
                 security_context: Some(security),
+                resources: self.memory_limit.map(|bytes| v1::LinuxContainerResources {
+                    memory_limit_in_bytes: bytes,
+                    memory_swap_limit_in_bytes: bytes,
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             ..Default::default()

@@ -419,6 +419,9 @@ registry! {
     check_host_path::CheckHostPath,
     host_mount::HostMount,
     check_host_mount::CheckHostMount,
+    runtime_config::RuntimeConfig,
+    container_events::ContainerEvents,
+    pod_sandbox_metrics::PodSandboxMetrics,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
