@@ -11,10 +11,35 @@ use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;
 
 /// Each defect, and the embedded cases (`suite/case`) that must catch it.
-const CAUGHT_BY: &[(Defect, &[&str])] = &[(
-    Defect::StopUnknownContainerNotFound,
-    &["conformance-container/stopping-an-unknown-container-id-succeeds"],
-)];
+const CAUGHT_BY: &[(Defect, &[&str])] = &[
+    (
+        Defect::StopUnknownContainerNotFound,
+        &["conformance-container/stopping-an-unknown-container-id-succeeds"],
+    ),
+    (
+        Defect::OomReportedAsError,
+        &["conformance-container/a-process-past-its-memory-limit-is-oom-killed"],
+    ),
+    (
+        Defect::RuntimeConfigWithoutLinux,
+        &["conformance-runtime-features/runtime-config-names-a-cgroup-driver-that-stays"],
+    ),
+    (
+        Defect::ContainerEventDropped,
+        &[
+            "conformance-runtime-features/container-events-report-each-transition-in-order",
+            "conformance-runtime-features/a-container-that-ends-by-itself-reports-its-stop",
+        ],
+    ),
+    (
+        Defect::ContainerEventStale,
+        &["conformance-runtime-features/container-events-report-each-transition-in-order"],
+    ),
+    (
+        Defect::UndeclaredMetric,
+        &["conformance-runtime-features/a-running-pods-metrics-name-declared-descriptors"],
+    ),
+];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
 /// run as a real runtime would be.

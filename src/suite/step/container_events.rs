@@ -259,17 +259,14 @@ async fn open_stream(world: &World, endpoint: &str) -> Result<Shared, StepError>
             }
         }
     });
-    match tokio::time::timeout(SUBSCRIBE_GRACE, &mut answer).await {
-        Ok(Ok(Err(status))) => {
-            return Err(StepError::Call(CallError {
-                method: "GetContainerEvents",
-                endpoint: endpoint.to_owned(),
-                code: status.code(),
-                message: status.message().to_owned(),
-            }))
-        }
-        // Opened, or still waiting for the runtime's first event: either way it listens.
-        Ok(Ok(Ok(()))) | Ok(Err(_)) | Err(_) => {}
+    // Opened, or still waiting for the runtime's first event: either way it listens.
+    if let Ok(Ok(Err(status))) = tokio::time::timeout(SUBSCRIBE_GRACE, &mut answer).await {
+        return Err(StepError::Call(CallError {
+            method: "GetContainerEvents",
+            endpoint: endpoint.to_owned(),
+            code: status.code(),
+            message: status.message().to_owned(),
+        }));
     }
     Ok(Shared { received, task })
 }

@@ -74,10 +74,10 @@ pub struct CreateContainer {
     /// How CreateContainer must answer (default: it succeeds).
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: CreateExpect,
-    /// Its memory limit in bytes (default: none), sent as the swap limit too, as critest's OOM
-    /// spec does, so the process cannot page its way past the limit.
+    /// Its memory limit in bytes, up to 4 GiB (default: none), sent as the swap limit too, as
+    /// critest's OOM spec does, so the process cannot page its way past the limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_limit: Option<i64>,
+    pub memory_limit: Option<std::num::NonZeroU32>,
 }
 
 /// What `create_container` checks of the CreateContainer answer.
@@ -490,9 +490,6 @@ impl StepDef for CreateContainer {
                 return Err(format!("security.{field}: `{path}` must be absolute"));
             }
         }
-        if let Some(bytes) = self.memory_limit.filter(|&b| b <= 0) {
-            return Err(format!("memory_limit: {bytes} is not a positive number of bytes"));
-        }
         scope.error(self.expect.error.as_ref())?;
         scope.pod_labels(self.pod_labels.as_deref())?;
         scope.define_container(&self.alias)
@@ -586,11 +583,10 @@ impl StepDef for CreateContainer {
             linux: Some(v1::LinuxContainerConfig {
                 security_context: Some(security),
                 resources: self.memory_limit.map(|bytes| v1::LinuxContainerResources {
-                    memory_limit_in_bytes: bytes,
-                    memory_swap_limit_in_bytes: bytes,
+                    memory_limit_in_bytes: i64::from(bytes.get()),
+                    memory_swap_limit_in_bytes: i64::from(bytes.get()),
                     ..Default::default()
                 }),
-                ..Default::default()
             }),
             ..Default::default()
         };
