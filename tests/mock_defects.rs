@@ -67,6 +67,29 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
         // Accepting a missing sub path breaks a should clause, a warning: the must case catches it.
         &["conformance-mounts/an-image-volume-sub-path-mounts-that-directory"],
     ),
+    (
+        Defect::OomReportedAsError,
+        &["conformance-container/a-process-past-its-memory-limit-is-oom-killed"],
+    ),
+    (
+        Defect::RuntimeConfigWithoutLinux,
+        &["conformance-runtime-features/runtime-config-names-a-cgroup-driver-that-stays"],
+    ),
+    (
+        Defect::ContainerEventDropped,
+        &[
+            "conformance-runtime-features/container-events-report-each-transition-in-order",
+            "conformance-runtime-features/a-container-that-ends-by-itself-reports-its-stop",
+        ],
+    ),
+    (
+        Defect::ContainerEventStale,
+        &["conformance-runtime-features/container-events-report-each-transition-in-order"],
+    ),
+    (
+        Defect::UndeclaredMetric,
+        &["conformance-runtime-features/a-running-pods-metrics-name-declared-descriptors"],
+    ),
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and

@@ -780,7 +780,7 @@ async fn list_containers_items_match_their_status() {
 #[rstest]
 #[case::exec_sync("ExecSync")]
 #[case::checkpoint_container("CheckpointContainer")]
-#[case::runtime_config("RuntimeConfig")]
+#[case::update_pod_sandbox_resources("UpdatePodSandboxResources")]
 #[case::stream_containers("StreamContainers")]
 #[tokio::test]
 async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str) {
@@ -795,8 +795,8 @@ async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str
             .checkpoint_container(v1::CheckpointContainerRequest::default())
             .await
             .unwrap_err(),
-        "RuntimeConfig" => runtime
-            .runtime_config(v1::RuntimeConfigRequest::default())
+        "UpdatePodSandboxResources" => runtime
+            .update_pod_sandbox_resources(v1::UpdatePodSandboxResourcesRequest::default())
             .await
             .unwrap_err(),
         "StreamContainers" => runtime

@@ -572,6 +572,42 @@ impl CriClient {
         Ok(response.stats)
     }
 
+    /// `RuntimeService/RuntimeConfig`: the runtime's cgroup driver, for the kubelet to build
+    /// its cgroups by.
+    pub async fn runtime_config(&self) -> Result<v1::RuntimeConfigResponse, CallError> {
+        let mut client = self.runtime.clone();
+        self.call(
+            "RuntimeConfig",
+            v1::RuntimeConfigRequest {},
+            |r| async move { client.runtime_config(r).await },
+        )
+        .await
+    }
+
+    /// `RuntimeService/ListMetricDescriptors`.
+    pub async fn list_metric_descriptors(&self) -> Result<Vec<v1::MetricDescriptor>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListMetricDescriptorsRequest {};
+        let response = self
+            .call("ListMetricDescriptors", request, |r| async move {
+                client.list_metric_descriptors(r).await
+            })
+            .await?;
+        Ok(response.descriptors)
+    }
+
+    /// `RuntimeService/ListPodSandboxMetrics`.
+    pub async fn list_pod_sandbox_metrics(&self) -> Result<Vec<v1::PodSandboxMetrics>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::ListPodSandboxMetricsRequest {};
+        let response = self
+            .call("ListPodSandboxMetrics", request, |r| async move {
+                client.list_pod_sandbox_metrics(r).await
+            })
+            .await?;
+        Ok(response.pod_metrics)
+    }
+
     /// `ImageService/PullImage`; answers the image reference the runtime stored.
     pub async fn pull_image(&self, image: &str) -> Result<String, CallError> {
         let mut client = self.image.clone();

@@ -35,6 +35,17 @@ pub enum Defect {
     /// An image volume's sub path is ignored: the image's root is mounted instead, and a sub
     /// path the image lacks is not refused.
     ImageSubPathIgnored,
+    /// A container whose process outgrows its memory limit ends with exit code 1 and reason
+    /// `Error` instead of 137 and `OOMKilled`.
+    OomReportedAsError,
+    /// RuntimeConfig answers no Linux configuration, so no cgroup driver.
+    RuntimeConfigWithoutLinux,
+    /// GetContainerEvents never sends a container's started event.
+    ContainerEventDropped,
+    /// A started event carries the container's status as it stood before: still created.
+    ContainerEventStale,
+    /// ListPodSandboxMetrics answers a metric no descriptor declares.
+    UndeclaredMetric,
 }
 
 impl Defect {
@@ -50,6 +61,11 @@ impl Defect {
         Defect::ImageVolumeWritable,
         Defect::ImageVolumeNoexec,
         Defect::ImageSubPathIgnored,
+        Defect::OomReportedAsError,
+        Defect::RuntimeConfigWithoutLinux,
+        Defect::ContainerEventDropped,
+        Defect::ContainerEventStale,
+        Defect::UndeclaredMetric,
     ];
 }
 

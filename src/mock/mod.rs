@@ -11,10 +11,14 @@ mod control;
 mod defects;
 mod dispatch;
 mod error;
+mod events;
 mod faults;
 mod image_service;
 mod index;
+mod metrics;
 mod mounts;
+mod oom;
+mod runtime_config;
 mod runtime_service;
 mod server;
 mod state;
@@ -56,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) streaming: streaming::Streaming,
     /// The contract breaks this instance was made with (none, but in tests of the cases).
     pub(crate) defects: defects::Defects,
+    /// The broadcast GetContainerEvents streams subscribe to.
+    pub(crate) events: events::Events,
 }
 
 impl Default for Inner {
@@ -68,6 +74,7 @@ impl Default for Inner {
             version: default_version(),
             streaming: streaming::Streaming::default(),
             defects: defects::Defects::new(),
+            events: events::Events::default(),
         }
     }
 }
@@ -79,7 +86,21 @@ impl Inner {
     pub(crate) fn settle_exits(&mut self) {
         if self.state.has_timed_exits() {
             let now = self.clock.now();
+            let running = |state: &state::State| -> Vec<(String, String)> {
+                state
+                    .containers
+                    .iter()
+                    .map(|(_, c)| c)
+                    .filter(|c| c.status.state == v1::ContainerState::ContainerRunning as i32)
+                    .map(|c| (c.status.id.clone(), c.pod_sandbox_id.clone()))
+                    .collect()
+            };
+            let before = running(&self.state);
             self.state.apply_due_exits(now);
+            let after = running(&self.state);
+            for (id, sandbox) in before.iter().filter(|c| !after.contains(c)) {
+                events::emit(self, id, sandbox, events::Kind::ContainerStoppedEvent, None);
+            }
         }
     }
 }

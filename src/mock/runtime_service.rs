@@ -9,11 +9,14 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
+use super::events::{self, Kind};
 use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::state::{container_name, sandbox_name, selector, Process};
-use super::{mounts, stats, status_info, streaming, Defect, Inner, MockRuntime};
+use super::{
+    metrics, mounts, oom, runtime_config, stats, status_info, streaming, Defect, Inner, MockRuntime,
+};
 use crate::cri::v1;
 use crate::cri::RequestSummary;
 
@@ -191,6 +194,9 @@ fn run_pod_sandbox(
         .state
         .sandboxes
         .update(key, |sandbox| sandbox.ports = ports);
+    // The mock's sandbox is made and started in one step: both transitions are reported.
+    events::emit(inner, &id, &id, Kind::ContainerCreatedEvent, None);
+    events::emit(inner, &id, &id, Kind::ContainerStartedEvent, None);
     Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
 }
 
@@ -213,22 +219,33 @@ fn stop_process(status: &mut v1::ContainerStatus, now: i64, graceful: bool) {
 fn stop_sandbox(inner: &mut Inner, key: Key) {
     let now = inner.clock.now();
     let state = &mut inner.state;
-    let Some(id) = state.sandboxes.update(key, |sandbox| {
+    let Some((id, was_ready)) = state.sandboxes.update(key, |sandbox| {
         let status = &mut sandbox.status;
+        let was_ready = status.state == SandboxReady as i32;
         status.state = SandboxNotready as i32;
         if let Some(network) = &mut status.network {
             network.ip.clear();
             network.additional_ips.clear();
         }
-        status.id.clone()
+        (status.id.clone(), was_ready)
     }) else {
         return;
     };
     let members: Vec<Key> = state.containers.in_group(&id).map(|(key, _)| key).collect();
+    let mut stopped = Vec::new();
     for member in members {
-        state
-            .containers
-            .update(member, |c| stop_process(&mut c.status, now, false));
+        let ended = state.containers.update(member, |c| {
+            let before = c.status.state;
+            stop_process(&mut c.status, now, false);
+            (before != c.status.state).then(|| c.status.id.clone())
+        });
+        stopped.extend(ended.flatten());
+    }
+    for container in stopped {
+        events::emit(inner, &container, &id, Kind::ContainerStoppedEvent, None);
+    }
+    if was_ready {
+        events::emit(inner, &id, &id, Kind::ContainerStoppedEvent, None);
     }
 }
 
@@ -254,7 +271,32 @@ fn remove_pod_sandbox(
     match inner.state.find_sandbox(&request.pod_sandbox_id) {
         Ok(key) => {
             stop_sandbox(inner, key);
+            let last = inner.state.sandboxes[key].status.clone();
+            let members: Vec<String> = inner
+                .state
+                .containers
+                .in_group(&last.id)
+                .map(|(_, c)| c.status.id.clone())
+                .collect();
             inner.state.remove_sandbox(key);
+            // Its containers go first, then the sandbox; the last status stands in for the
+            // sandbox the events' pod status would name.
+            for container in members {
+                events::emit(
+                    inner,
+                    &container,
+                    &last.id,
+                    Kind::ContainerDeletedEvent,
+                    Some(&last),
+                );
+            }
+            events::emit(
+                inner,
+                &last.id,
+                &last.id,
+                Kind::ContainerDeletedEvent,
+                Some(&last),
+            );
         }
         // Removing what is already gone succeeds: the contract makes removal idempotent.
         Err(RpcError::SandboxNotFound { .. }) => {}
@@ -448,13 +490,21 @@ fn create_container(
         stdin: config.stdin,
         tty: config.tty,
     };
-    let key = inner
-        .state
-        .insert_container(pod_sandbox_id, status, Some(name), memory_limit);
+    let key =
+        inner
+            .state
+            .insert_container(pod_sandbox_id.clone(), status, Some(name), memory_limit);
     inner.state.containers.update(key, |c| {
         c.process = process;
         c.mounts = mounts.table;
     });
+    events::emit(
+        inner,
+        &id,
+        &pod_sandbox_id,
+        Kind::ContainerCreatedEvent,
+        None,
+    );
     Ok(v1::CreateContainerResponse { container_id: id })
 }
 
@@ -467,6 +517,7 @@ fn start_container(
     request: v1::StartContainerRequest,
 ) -> Result<v1::StartContainerResponse, RpcError> {
     let now = inner.clock.now();
+    let oom_as_error = MockRuntime::has(inner, Defect::OomReportedAsError);
     let state = &mut inner.state;
     let key = state.find_container(&request.container_id)?;
     let container = &state.containers[key];
@@ -488,10 +539,31 @@ fn start_container(
             sandbox: sandbox.id.clone(),
         });
     }
-    state.containers.update(key, |c| {
+    let Some((id, sandbox_id, ended)) = state.containers.update(key, |c| {
         c.status.state = ContainerRunning as i32;
         c.status.started_at = now;
-    });
+        // A process the mock models as ending at once (see `oom`) has ended by the next call.
+        if let Some(mut ending) = oom::ending(&c.process.argv, c.memory_limit) {
+            if oom_as_error && ending == oom::OOM_KILLED {
+                ending = oom::Ending {
+                    exit_code: 1,
+                    reason: "Error",
+                };
+            }
+            c.status.state = ContainerExited as i32;
+            c.status.finished_at = now;
+            c.status.exit_code = ending.exit_code;
+            c.status.reason = ending.reason.to_owned();
+        }
+        let ended = c.status.state == ContainerExited as i32;
+        (c.status.id.clone(), c.pod_sandbox_id.clone(), ended)
+    }) else {
+        return Ok(v1::StartContainerResponse {});
+    };
+    events::emit(inner, &id, &sandbox_id, Kind::ContainerStartedEvent, None);
+    if ended {
+        events::emit(inner, &id, &sandbox_id, Kind::ContainerStoppedEvent, None);
+    }
     Ok(v1::StartContainerResponse {})
 }
 
@@ -512,9 +584,14 @@ fn stop_container(
         Err(err) => return Err(err),
     };
     // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
-    inner.state.containers.update(key, |c| {
+    let stopped = inner.state.containers.update(key, |c| {
+        let before = c.status.state;
         stop_process(&mut c.status, now, request.timeout > 0);
+        (before != c.status.state).then(|| (c.status.id.clone(), c.pod_sandbox_id.clone()))
     });
+    if let Some((id, sandbox_id)) = stopped.flatten() {
+        events::emit(inner, &id, &sandbox_id, Kind::ContainerStoppedEvent, None);
+    }
     Ok(v1::StopContainerResponse {})
 }
 
@@ -525,7 +602,13 @@ fn remove_container(
     match inner.state.find_container(&request.container_id) {
         Ok(key) => {
             let now = inner.clock.now();
+            let container = &inner.state.containers[key];
+            let (id, sandbox_id) = (
+                container.status.id.clone(),
+                container.pod_sandbox_id.clone(),
+            );
             inner.state.remove_container(key, now);
+            events::emit(inner, &id, &sandbox_id, Kind::ContainerDeletedEvent, None);
         }
         Err(RpcError::ContainerNotFound { .. }) => {}
         Err(err) => return Err(err),
@@ -910,27 +993,41 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         self.unmodelled("CheckpointContainer", request).await
     }
 
-    type GetContainerEventsStream = Streaming<v1::ContainerEventResponse>;
+    type GetContainerEventsStream = events::EventStream;
 
     async fn get_container_events(
         &self,
         request: Request<v1::GetEventsRequest>,
     ) -> Result<Response<Self::GetContainerEventsStream>, Status> {
-        self.unmodelled("GetContainerEvents", request).await
+        self.0
+            .dispatch("GetContainerEvents", request, events::get_container_events)
+            .await
     }
 
     async fn list_metric_descriptors(
         &self,
         request: Request<v1::ListMetricDescriptorsRequest>,
     ) -> Result<Response<v1::ListMetricDescriptorsResponse>, Status> {
-        self.unmodelled("ListMetricDescriptors", request).await
+        self.0
+            .dispatch(
+                "ListMetricDescriptors",
+                request,
+                metrics::list_metric_descriptors,
+            )
+            .await
     }
 
     async fn list_pod_sandbox_metrics(
         &self,
         request: Request<v1::ListPodSandboxMetricsRequest>,
     ) -> Result<Response<v1::ListPodSandboxMetricsResponse>, Status> {
-        self.unmodelled("ListPodSandboxMetrics", request).await
+        self.0
+            .dispatch(
+                "ListPodSandboxMetrics",
+                request,
+                metrics::list_pod_sandbox_metrics,
+            )
+            .await
     }
 
     type StreamPodSandboxMetricsStream = Streaming<v1::StreamPodSandboxMetricsResponse>;
@@ -946,7 +1043,9 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::RuntimeConfigRequest>,
     ) -> Result<Response<v1::RuntimeConfigResponse>, Status> {
-        self.unmodelled("RuntimeConfig", request).await
+        self.0
+            .dispatch("RuntimeConfig", request, runtime_config::runtime_config)
+            .await
     }
 
     async fn update_pod_sandbox_resources(

@@ -145,6 +145,14 @@ impl MockRuntime {
                 std::thread::Builder::new()
                     .name("mock-cri-server".to_owned())
                     .spawn(move || {
+                        // Event streams never end by themselves: end them as shutdown begins,
+                        // so the grace is not spent waiting on a listener.
+                        let mut closing = stopped.clone();
+                        let events = mock.clone();
+                        runtime.spawn(async move {
+                            let _ = closing.wait_for(|stop| *stop).await;
+                            events.lock().events.close();
+                        });
                         runtime.block_on(serve(router, listener, stopped, &served));
                         // Its connections go with the runtime; say so, so a later start
                         // of this mock does not hand out URLs nobody answers.

@@ -217,6 +217,34 @@ impl World {
         parent
     }
 
+    /// The cgroup parent of sandbox `alias` in the form the runtime's cgroup driver takes, as
+    /// critest v1.36.0 asks RuntimeConfig for it (`GetCgroupParent`): under systemd a top-level
+    /// slice (`_` for `-`, which would nest it), else the path [`World::cgroup_parent`] makes.
+    /// Unlike critest, a runtime without RuntimeConfig gets the path (critest assumes systemd):
+    /// the kubelet's default driver is cgroupfs. RuntimeConfig is asked once per case.
+    pub(crate) async fn cgroup_parent_for_driver(&mut self, alias: &str) -> String {
+        const KEY: &str = "cgroup_driver";
+        let systemd = match self.kept.get(KEY).and_then(|k| k.downcast_ref::<bool>()) {
+            Some(&systemd) => systemd,
+            None => {
+                let systemd = self.runtime.runtime_config().await.is_ok_and(|answer| {
+                    answer
+                        .linux
+                        .is_some_and(|l| l.cgroup_driver == v1::CgroupDriver::Systemd as i32)
+                });
+                self.kept.insert(KEY, Box::new(systemd));
+                systemd
+            }
+        };
+        if !systemd {
+            return self.cgroup_parent(alias);
+        }
+        let unit = format!("{}-{alias}", self.ids.namespace).replace('-', "_");
+        let parent = format!("/{unit}.slice");
+        self.cgroup_parents.push(parent.clone());
+        parent
+    }
+
     /// The cgroup parents the case's sandboxes asked for.
     pub(crate) fn cgroup_parents(&self) -> &[String] {
         &self.cgroup_parents

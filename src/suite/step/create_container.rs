@@ -16,7 +16,7 @@ use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `stdin`, `tty`, `security`, `expect`"
+    expecting = "a `create_container` step: `as`, `sandbox`, `name`, `image`, `command`, `args`, `attempt`, `pod_labels`, `labels`, `annotations`, `envs`, `working_dir`, `mounts`, `log_path`, `stdin`, `tty`, `security`, `expect`, `memory_limit`"
 )]
 pub struct CreateContainer {
     /// Container alias.
@@ -75,6 +75,10 @@ pub struct CreateContainer {
     /// How CreateContainer must answer (default: it succeeds).
     #[serde(default, skip_serializing_if = "is_default")]
     pub expect: CreateExpect,
+    /// Its memory limit in bytes, up to 4 GiB (default: none), sent as the swap limit too, as
+    /// critest's OOM spec does, so the process cannot page its way past the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<std::num::NonZeroU32>,
 }
 
 /// What `create_container` checks of the CreateContainer answer.
@@ -447,6 +451,7 @@ impl CreateContainer {
             tty: false,
             security: Security::default(),
             expect: CreateExpect::default(),
+            memory_limit: None,
         }
     }
 }
@@ -698,7 +703,11 @@ impl StepDef for CreateContainer {
             tty: self.tty,
             linux: Some(v1::LinuxContainerConfig {
                 security_context: Some(security),
-                ..Default::default()
+                resources: self.memory_limit.map(|bytes| v1::LinuxContainerResources {
+                    memory_limit_in_bytes: i64::from(bytes.get()),
+                    memory_swap_limit_in_bytes: i64::from(bytes.get()),
+                    ..Default::default()
+                }),
             }),
             ..Default::default()
         };

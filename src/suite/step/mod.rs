@@ -420,6 +420,9 @@ registry! {
     host_mount::HostMount,
     check_host_mount::CheckHostMount,
     container_mounts::ContainerMounts,
+    runtime_config::RuntimeConfig,
+    container_events::ContainerEvents,
+    pod_sandbox_metrics::PodSandboxMetrics,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,

@@ -319,7 +319,7 @@ impl StepDef for RunSandbox {
             annotations: self.annotations.clone(),
             linux: Some(v1::LinuxPodSandboxConfig {
                 cgroup_parent: if self.cgroup_parent {
-                    world.cgroup_parent(&self.alias)
+                    world.cgroup_parent_for_driver(&self.alias).await
                 } else {
                     String::new()
                 },
