@@ -12,11 +12,30 @@ pub enum Defect {
     /// StopContainer of an id it does not know answers NotFound, as containerd 1.6.20 does,
     /// where the contract makes the stop idempotent.
     StopUnknownContainerNotFound,
+    /// A pod's user namespace is ignored: its containers run in the node's, so their uid_map
+    /// shows the node's identity mapping rather than the pod's.
+    UsernsIgnored,
+    /// A pod user namespace whose mapping leaves container id 0 unmapped is taken.
+    UnmappedUsernsRootAccepted,
+    /// SupplementalGroupsPolicy Strict is read as Merge: the image's groups for the user join
+    /// anyway.
+    StrictGroupsMerged,
+    /// ContainerStatus.user leaves out the supplemental groups.
+    ContainerUserGroupsMissing,
+    /// Every seccomp profile is ignored: containers run unconfined.
+    SeccompIgnored,
 }
 
 impl Defect {
     /// Every defect, for tests that cover them all.
-    pub const ALL: &'static [Defect] = &[Defect::StopUnknownContainerNotFound];
+    pub const ALL: &'static [Defect] = &[
+        Defect::StopUnknownContainerNotFound,
+        Defect::UsernsIgnored,
+        Defect::UnmappedUsernsRootAccepted,
+        Defect::StrictGroupsMerged,
+        Defect::ContainerUserGroupsMissing,
+        Defect::SeccompIgnored,
+    ];
 }
 
 /// The defects one mock instance has.

@@ -14,6 +14,7 @@ mod error;
 mod faults;
 mod image_service;
 mod index;
+mod process;
 mod runtime_service;
 mod server;
 mod state;

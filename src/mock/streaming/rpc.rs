@@ -48,9 +48,12 @@ pub(crate) fn exec(
     request: v1::ExecRequest,
 ) -> Result<v1::ExecResponse, RpcError> {
     const METHOD: &str = "Exec";
-    running_container(inner, &request.container_id, |id| {
+    let identity = running_container(inner, &request.container_id, |id| {
         RpcError::ExecContainerNotFound { id }
-    })?;
+    })?
+    .process
+    .identity
+    .clone();
     let streams = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -61,6 +64,7 @@ pub(crate) fn exec(
     let pending = Pending::Command(Command {
         program: Program::Exec(request.cmd),
         streams,
+        identity,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::ExecResponse { url })
@@ -79,6 +83,7 @@ pub(crate) fn attach(
     let process = &container.process;
     let program = Program::Attach(Attached::of(&process.argv, process.stdin));
     let tty = process.tty;
+    let identity = process.identity.clone();
     let requested = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -89,6 +94,7 @@ pub(crate) fn attach(
     let pending = Pending::Command(Command {
         program,
         streams: Streams { tty, ..requested },
+        identity,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::AttachResponse { url })
