@@ -380,7 +380,6 @@ impl Security {
                 r#type: label.kind.clone(),
                 level: label.level.clone(),
             }),
-            ..Default::default()
         })
     }
 }
