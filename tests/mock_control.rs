@@ -534,8 +534,8 @@ async fn the_call_log_records_every_cri_call_in_arrival_order() {
             4,
             "ExecSync",
             "id=c1",
-            Code::Unimplemented,
-            "cri-harness mock does not implement RuntimeService/ExecSync",
+            Code::NotFound,
+            "failed to find container \"c1\" in store: not found",
         ),
         record(5, "RemovePodSandbox", &format!("id={id}"), Code::Ok, ""),
     ];

@@ -90,6 +90,33 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
         Defect::UndeclaredMetric,
         &["conformance-runtime-features/a-running-pods-metrics-name-declared-descriptors"],
     ),
+    (
+        Defect::UsernsIgnored,
+        &["conformance-security/a-pod-user-namespace-maps-the-containers-ids"],
+    ),
+    (
+        Defect::UnmappedUsernsRootAccepted,
+        &["conformance-security/a-user-namespace-leaving-root-unmapped-is-refused"],
+    ),
+    (
+        Defect::StrictGroupsMerged,
+        &["conformance-security/strict-policy-keeps-the-images-groups-out"],
+    ),
+    (
+        Defect::ContainerUserGroupsMissing,
+        &[
+            "conformance-security/merge-policy-joins-the-images-groups-to-the-supplemental-ones",
+            "conformance-security/strict-policy-keeps-the-images-groups-out",
+        ],
+    ),
+    (
+        Defect::SeccompIgnored,
+        &[
+            "conformance-security/the-runtime-default-seccomp-profile-filters",
+            "conformance-security/a-localhost-seccomp-profile-denies-its-calls",
+            "conformance-security/a-nil-seccomp-profile-is-unconfined",
+        ],
+    ),
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and

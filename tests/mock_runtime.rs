@@ -778,7 +778,6 @@ async fn list_containers_items_match_their_status() {
 }
 
 #[rstest]
-#[case::exec_sync("ExecSync")]
 #[case::checkpoint_container("CheckpointContainer")]
 #[case::update_pod_sandbox_resources("UpdatePodSandboxResources")]
 #[case::stream_containers("StreamContainers")]
@@ -787,10 +786,6 @@ async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str
     let (_mock, client, _control) = mock().await;
     let mut runtime = client.runtime_service();
     let status = match method {
-        "ExecSync" => runtime
-            .exec_sync(v1::ExecSyncRequest::default())
-            .await
-            .unwrap_err(),
         "CheckpointContainer" => runtime
             .checkpoint_container(v1::CheckpointContainerRequest::default())
             .await

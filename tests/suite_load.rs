@@ -89,7 +89,7 @@ fn case(steps: &str) -> String {
 #[case::unknown_field(
     case("      - run_sandbox: {as: a, pod: p, atempt: 1}\n"),
     "6:38",
-    "case `one`: step 1 `run_sandbox`: unknown field `atempt`, expected one of `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `host_pid`, `host_ipc`, `share_pid`, `security`, `cgroup_parent`"
+    "case `one`: step 1 `run_sandbox`: unknown field `atempt`, expected one of `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `host_pid`, `host_ipc`, `share_pid`, `security`, `cgroup_parent`, `userns`, `expect`"
 )]
 #[case::unknown_value(
     case("      - check_network: {sandbox: a, expect: ajar}\n"),

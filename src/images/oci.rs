@@ -32,6 +32,24 @@ const PREDEFINED_PASSWD: &str =
     "default-user:x:1000:1000:default-user:/home/default-user:/bin/sh\n";
 const PREDEFINED_GROUP: &str =
     "default-user:x:1000:\ngroup-defined-in-image:x:50000:default-user\n";
+impl Rootfs {
+    /// The image's /etc/passwd: one source for the built image and the mock's model of it.
+    pub fn passwd(self) -> String {
+        match self {
+            Rootfs::PredefinedGroup => format!("{PASSWD}{PREDEFINED_PASSWD}"),
+            Rootfs::Busybox | Rootfs::NoNewPrivs => PASSWD.to_owned(),
+        }
+    }
+
+    /// The image's /etc/group.
+    pub fn group(self) -> String {
+        match self {
+            Rootfs::PredefinedGroup => format!("{GROUP}{PREDEFINED_GROUP}"),
+            Rootfs::Busybox | Rootfs::NoNewPrivs => GROUP.to_owned(),
+        }
+    }
+}
+
 /// The config label naming the catalogue symbol: it makes every image's config, and so its id,
 /// its own, though all share one layer.
 pub const IMAGE_LABEL: &str = "io.cri-harness.image";
@@ -261,15 +279,8 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
     for applet in APPLETS {
         tree.symlink(&format!("bin/{applet}"), "busybox");
     }
-    let (passwd, group) = match image.rootfs {
-        Rootfs::PredefinedGroup => (
-            format!("{PASSWD}{PREDEFINED_PASSWD}"),
-            format!("{GROUP}{PREDEFINED_GROUP}"),
-        ),
-        Rootfs::Busybox | Rootfs::NoNewPrivs => (PASSWD.to_owned(), GROUP.to_owned()),
-    };
-    tree.file("etc/passwd", 0o644, passwd.into_bytes());
-    tree.file("etc/group", 0o644, group.into_bytes());
+    tree.file("etc/passwd", 0o644, image.rootfs.passwd().into_bytes());
+    tree.file("etc/group", 0o644, image.rootfs.group().into_bytes());
     match image.rootfs {
         Rootfs::Busybox => {}
         Rootfs::PredefinedGroup => {

@@ -46,6 +46,18 @@ pub enum Defect {
     ContainerEventStale,
     /// ListPodSandboxMetrics answers a metric no descriptor declares.
     UndeclaredMetric,
+    /// A pod's user namespace is ignored: its containers run in the node's, so their uid_map
+    /// shows the node's identity mapping rather than the pod's.
+    UsernsIgnored,
+    /// A pod user namespace whose mapping leaves container id 0 unmapped is taken.
+    UnmappedUsernsRootAccepted,
+    /// SupplementalGroupsPolicy Strict is read as Merge: the image's groups for the user join
+    /// anyway.
+    StrictGroupsMerged,
+    /// ContainerStatus.user leaves out the supplemental groups.
+    ContainerUserGroupsMissing,
+    /// Every seccomp profile is ignored: containers run unconfined.
+    SeccompIgnored,
 }
 
 impl Defect {
@@ -66,6 +78,11 @@ impl Defect {
         Defect::ContainerEventDropped,
         Defect::ContainerEventStale,
         Defect::UndeclaredMetric,
+        Defect::UsernsIgnored,
+        Defect::UnmappedUsernsRootAccepted,
+        Defect::StrictGroupsMerged,
+        Defect::ContainerUserGroupsMissing,
+        Defect::SeccompIgnored,
     ];
 }
 

@@ -129,6 +129,23 @@ pub(crate) enum RpcError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A sandbox or container whose process the runtime could not set up as configured (a
+    /// user namespace the contract refuses, an unknown user, an unusable seccomp profile).
+    #[error("{method}: {reason}")]
+    ProcessRefused {
+        /// Short method name.
+        method: &'static str,
+        /// What cannot be set up.
+        reason: String,
+    },
+    /// ExecSync's command outlived the request's timeout.
+    #[error("timeout {seconds}s exceeded running the command in container \"{id}\"")]
+    ExecTimeout {
+        /// The container id.
+        id: String,
+        /// The timeout asked for.
+        seconds: i64,
+    },
     /// CreateContainer in a sandbox that is not READY.
     #[error("cannot create a container in sandbox \"{id}\": no running task found")]
     SandboxNotRunning {
@@ -369,10 +386,12 @@ impl From<RpcError> for tonic::Status {
             | RpcError::ContainerNotRunning { .. }
             | RpcError::InvalidPodCidr { .. }
             | RpcError::GroupWithoutUser { .. }
+            | RpcError::ProcessRefused { .. }
             | RpcError::StreamNotRunning { .. }
             | RpcError::ImageReferenceInvalid { .. }
             | RpcError::ForwardNotReady { .. } => Code::Unknown,
             RpcError::TooManyStreams => Code::ResourceExhausted,
+            RpcError::ExecTimeout { .. } => Code::DeadlineExceeded,
             RpcError::StreamingServer { .. } => Code::Internal,
             RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
@@ -403,6 +422,8 @@ mod tests {
     #[case::exec_unknown(RpcError::ExecContainerNotFound { id: "x".into() }, Code::NotFound)]
     #[case::forward_stopped(RpcError::ForwardNotReady { id: "x".into() }, Code::Unknown)]
     #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
+    #[case::userns_refused(RpcError::ProcessRefused { method: "RunPodSandbox", reason: "x".into() }, Code::Unknown)]
+    #[case::exec_timeout(RpcError::ExecTimeout { id: "x".into(), seconds: 1 }, Code::DeadlineExceeded)]
     fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {
         let message = err.to_string();
         let status = tonic::Status::from(err);

@@ -357,7 +357,7 @@ fn oci_architecture() -> &'static str {
 }
 
 /// The catalogue image a stored image is, found by any of its repo tags or digests.
-fn catalogue_image(image: &v1::Image) -> Option<&'static TestImage> {
+pub(crate) fn catalogue_image(image: &v1::Image) -> Option<&'static TestImage> {
     image
         .repo_tags
         .iter()

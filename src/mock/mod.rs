@@ -18,6 +18,7 @@ mod index;
 mod metrics;
 mod mounts;
 mod oom;
+mod process;
 mod runtime_config;
 mod runtime_service;
 mod server;

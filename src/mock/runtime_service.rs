@@ -13,6 +13,7 @@ use super::events::{self, Kind};
 use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
+use super::process::{self, Identity};
 use super::state::{container_name, sandbox_name, selector, Process};
 use super::{
     metrics, mounts, oom, runtime_config, stats, status_info, streaming, Defect, Inner, MockRuntime,
@@ -152,14 +153,15 @@ fn run_pod_sandbox(
         field: "config.metadata",
     })?;
     let name = sandbox_name(&metadata);
-    let state = &mut inner.state;
-    let id = state.mint_sandbox_id();
-    state.reserve_sandbox_name(&name, &id)?;
     let options = config
         .linux
         .and_then(|l| l.security_context)
         .and_then(|s| s.namespace_options)
         .unwrap_or_default();
+    process::check_userns(inner, &options)?;
+    let state = &mut inner.state;
+    let id = state.mint_sandbox_id();
+    state.reserve_sandbox_name(&name, &id)?;
     let ip = if options.network == v1::NamespaceMode::Node as i32 {
         String::new()
     } else {
@@ -401,6 +403,12 @@ fn create_container(
         });
     }
     let pod_sandbox_id = sandbox.id.clone();
+    // The process joins its sandbox's namespaces, its user namespace among them.
+    let sandbox_namespaces = sandbox
+        .linux
+        .as_ref()
+        .and_then(|l| l.namespaces.as_ref())
+        .and_then(|n| n.options.clone());
     // Like containerd, the name comes from the sandbox config the caller sends along.
     let sandbox_metadata = request
         .sandbox_config
@@ -437,6 +445,9 @@ fn create_container(
         handler_rro,
         |defect| inner.defects.contains(&defect),
     )?;
+    let identity = Identity::of(inner, security, sandbox_namespaces.as_ref(), &image)?;
+    let user = identity.container_user(inner);
+    let state = &mut inner.state;
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;
@@ -483,12 +494,14 @@ fn create_container(
         mounts: mounts.status,
         log_path,
         stop_signal: config.stop_signal,
+        user: Some(user),
         ..Default::default()
     };
     let process = Process {
         argv: config.command.into_iter().chain(config.args).collect(),
         stdin: config.stdin,
         tty: config.tty,
+        identity,
     };
     let key =
         inner
@@ -884,7 +897,13 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::ExecSyncRequest>,
     ) -> Result<Response<v1::ExecSyncResponse>, Status> {
-        self.unmodelled("ExecSync", request).await
+        let (target, timeout) = self
+            .0
+            .dispatch("ExecSync", request, process::exec_target)
+            .await?
+            .into_inner();
+        let answer = streaming::exec_sync(target, timeout).await?;
+        Ok(Response::new(answer))
     }
 
     async fn exec(

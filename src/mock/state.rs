@@ -53,6 +53,8 @@ pub(crate) struct Process {
     pub(crate) stdin: bool,
     /// The container runs on a terminal.
     pub(crate) tty: bool,
+    /// Who it runs as and what confines it, as exec'd commands see it too.
+    pub(crate) identity: super::process::Identity,
 }
 
 impl Indexed for Sandbox {

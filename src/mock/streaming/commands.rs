@@ -5,12 +5,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
 use super::Attached;
 use crate::mock::mounts;
+use crate::mock::process::Identity;
 use crate::streaming::protocol::TerminalSize;
 
 /// Largest chunk a command writes at once (one WebSocket message).
@@ -36,6 +38,7 @@ pub(crate) struct Stdio {
     out: mpsc::Sender<(Fd, Vec<u8>)>,
     stdin: TerminalIn,
     size: Option<watch::Receiver<Option<TerminalSize>>>,
+    who: Arc<Identity>,
 }
 
 impl Stdio {
@@ -53,6 +56,16 @@ impl Stdio {
                 pending: Vec::new(),
             },
             size,
+            who: Arc::default(),
+        }
+    }
+
+    /// The same stdio for a command of a container whose process is `who` (default: root,
+    /// unconfined).
+    pub(crate) fn with_identity(self, who: Identity) -> Stdio {
+        Stdio {
+            who: Arc::new(who),
+            ..self
         }
     }
 }
@@ -156,6 +169,8 @@ struct Proc<'a> {
     stdout: Sink,
     stderr: Sink,
     size: Option<watch::Receiver<Option<TerminalSize>>>,
+    /// The container's process the command runs as.
+    who: Arc<Identity>,
 }
 
 /// How a command ended: a status, or `exit`, which ends the whole shell.
@@ -201,6 +216,7 @@ fn terminal_proc(stdio: &mut Stdio) -> Proc<'_> {
         stdout: Sink::Terminal(stdio.out.clone(), Fd::Stdout),
         stderr: Sink::Terminal(stdio.out.clone(), Fd::Stderr),
         size: stdio.size.clone(),
+        who: stdio.who.clone(),
     }
 }
 
@@ -432,6 +448,7 @@ async fn run_pipeline(pipeline: Pipeline, proc: &mut Proc<'_>) -> Flow {
             stdout,
             stderr: proc.stderr.clone(),
             size: proc.size.clone(),
+            who: proc.who.clone(),
         };
         stages.push(async move {
             let mut stage = stage;
@@ -461,6 +478,7 @@ async fn simple(words: Vec<Word>, proc: &mut Proc<'_>) -> Flow {
         stdout,
         stderr,
         size: proc.size.clone(),
+        who: proc.who.clone(),
     };
     let flow = Box::pin(command(&argv, &mut redirected)).await;
     flow
@@ -486,6 +504,9 @@ async fn command(argv: &[String], proc: &mut Proc<'_>) -> Flow {
         "stty" => stty(args, proc).await,
         "touch" => report(mounts::touch(args), proc).await,
         "ls" => report(mounts::ls(args), proc).await,
+        "id" => id(args, proc).await,
+        "grep" => grep(args, proc).await,
+        "chmod" => chmod(args, proc).await,
         "sh" | "bash" | "ash" | "dash" => match args {
             [flag, text, ..] if flag == "-c" => script(text, proc).await.code(),
             [] => interactive(proc).await.code(),
@@ -574,6 +595,12 @@ async fn cat(args: &[String], proc: &mut Proc<'_>) -> i32 {
                 }
             }
             "/dev/null" => {}
+            other if proc.who.file(other).is_some() => {
+                let text = proc.who.file(other).unwrap_or_default();
+                if proc.stdout.print(&text).await.is_err() {
+                    return SIGPIPE_STATUS;
+                }
+            }
             other => {
                 let _ = proc
                     .stderr
@@ -703,6 +730,74 @@ async fn stty(args: &[String], proc: &mut Proc<'_>) -> i32 {
         Ok(()) => 0,
         Err(Hangup) => SIGPIPE_STATUS,
     }
+}
+
+/// `id [-u|-g|-G] [-n]`: the ids of the container's process.
+async fn id(args: &[String], proc: &mut Proc<'_>) -> i32 {
+    let (sink, text, status) = match proc.who.id(args) {
+        Ok(text) => (&proc.stdout, text, 0),
+        Err(err) => (&proc.stderr, err + "\n", 1),
+    };
+    match sink.print(&text).await {
+        Ok(()) => status,
+        Err(Hangup) => SIGPIPE_STATUS,
+    }
+}
+
+/// `grep [-c] PATTERN FILE`: the lines of a file about the process (`/proc/self/...`) that
+/// hold PATTERN (`^` anchors it at the start); 1 when none does, 2 for another file.
+async fn grep(args: &[String], proc: &mut Proc<'_>) -> i32 {
+    let count = args.first().is_some_and(|a| a == "-c");
+    let rest = if count { &args[1..] } else { args };
+    let [pattern, file] = rest else {
+        let _ = proc
+            .stderr
+            .print("grep: the mock supports only [-c] PATTERN FILE\n")
+            .await;
+        return 2;
+    };
+    let Some(text) = proc.who.file(file) else {
+        let _ = proc
+            .stderr
+            .print(&format!("grep: {file}: No such file or directory\n"))
+            .await;
+        return 2;
+    };
+    let hits: Vec<&str> = text
+        .lines()
+        .filter(|line| match pattern.strip_prefix('^') {
+            Some(start) => line.starts_with(start),
+            None => line.contains(pattern.as_str()),
+        })
+        .collect();
+    let out = if count {
+        format!("{}\n", hits.len())
+    } else {
+        hits.iter().map(|line| format!("{line}\n")).collect()
+    };
+    if proc.stdout.print(&out).await.is_err() {
+        return SIGPIPE_STATUS;
+    }
+    i32::from(hits.is_empty())
+}
+
+/// `chmod MODE FILE...`: denied with EPERM when the process's seccomp filter denies chmod or
+/// it is not root (the files are root's); otherwise done (the mock keeps no files).
+async fn chmod(args: &[String], proc: &mut Proc<'_>) -> i32 {
+    let Some((_, files)) = args.split_first().filter(|(_, files)| !files.is_empty()) else {
+        let _ = proc.stderr.print("chmod: missing operand\n").await;
+        return 1;
+    };
+    if !proc.who.denies_chmod() && proc.who.uid == 0 {
+        return 0;
+    }
+    for file in files {
+        let _ = proc
+            .stderr
+            .print(&format!("chmod: {file}: Operation not permitted\n"))
+            .await;
+    }
+    1
 }
 
 #[cfg(test)]

@@ -66,6 +66,8 @@ pub(crate) struct Command {
     pub(crate) streams: Streams,
     /// The container's mounts, as its commands see them.
     pub(crate) mounts: std::sync::Arc<crate::mock::mounts::MountTable>,
+    /// The container's process, whose ids and confinement the command has.
+    pub(crate) identity: crate::mock::process::Identity,
 }
 
 /// What a remote command runs.
@@ -173,6 +175,50 @@ impl Streaming {
     pub(crate) fn stop(&mut self) {
         self.running = None;
     }
+}
+
+/// Runs ExecSync's command to its end, or to `timeout` seconds (0: no limit), collecting what
+/// it writes on each stream.
+pub(crate) async fn exec_sync(
+    target: crate::mock::process::ExecTarget,
+    timeout: i64,
+) -> Result<crate::cri::v1::ExecSyncResponse, crate::mock::error::RpcError> {
+    use tokio::sync::mpsc;
+    let (out, mut output) = mpsc::channel(4);
+    // ExecSync gives the command no stdin: it reads the end at once.
+    let (_, stdin) = mpsc::unbounded_channel();
+    let mut stdio = commands::Stdio::new(out, stdin, None).with_identity(target.identity);
+    let argv = target.argv;
+    let command = async move {
+        let code = commands::run(&argv, &mut stdio).await;
+        drop(stdio);
+        code
+    };
+    let collect = async {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        while let Some((fd, bytes)) = output.recv().await {
+            match fd {
+                commands::Fd::Stdout => stdout.extend(bytes),
+                commands::Fd::Stderr => stderr.extend(bytes),
+            }
+        }
+        (stdout, stderr)
+    };
+    let both = async { tokio::join!(command, collect) };
+    let (exit_code, (stdout, stderr)) = match u64::try_from(timeout) {
+        Ok(seconds) if seconds > 0 => tokio::time::timeout(Duration::from_secs(seconds), both)
+            .await
+            .map_err(|_| crate::mock::error::RpcError::ExecTimeout {
+                id: target.id.clone(),
+                seconds: timeout,
+            })?,
+        _ => both.await,
+    };
+    Ok(crate::cri::v1::ExecSyncResponse {
+        stdout,
+        stderr,
+        exit_code,
+    })
 }
 
 /// Shared state handed to the server at start.

@@ -58,7 +58,8 @@ where
     // Without stdin the command sees its end at once.
     let mut stdin = streams.stdin.then_some(stdin);
     let (size, size_rx) = watch::channel(None::<TerminalSize>);
-    let mut stdio = Stdio::new(out, stdin_rx, streams.tty.then_some(size_rx));
+    let mut stdio = Stdio::new(out, stdin_rx, streams.tty.then_some(size_rx))
+        .with_identity(command.identity.clone());
 
     let session = async {
         match &command.program {

@@ -48,11 +48,11 @@ pub(crate) fn exec(
     request: v1::ExecRequest,
 ) -> Result<v1::ExecResponse, RpcError> {
     const METHOD: &str = "Exec";
-    let mounts = running_container(inner, &request.container_id, |id| {
+    let container = running_container(inner, &request.container_id, |id| {
         RpcError::ExecContainerNotFound { id }
-    })?
-    .mounts
-    .clone();
+    })?;
+    let mounts = container.mounts.clone();
+    let identity = container.process.identity.clone();
     let streams = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -64,6 +64,7 @@ pub(crate) fn exec(
         program: Program::Exec(request.cmd),
         streams,
         mounts,
+        identity,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::ExecResponse { url })
@@ -83,6 +84,7 @@ pub(crate) fn attach(
     let program = Program::Attach(Attached::of(&process.argv, process.stdin));
     let tty = process.tty;
     let mounts = container.mounts.clone();
+    let identity = process.identity.clone();
     let requested = Streams {
         stdin: request.stdin,
         stdout: request.stdout,
@@ -94,6 +96,7 @@ pub(crate) fn attach(
         program,
         streams: Streams { tty, ..requested },
         mounts,
+        identity,
     });
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::AttachResponse { url })

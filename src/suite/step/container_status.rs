@@ -48,7 +48,7 @@ pub enum LogPathExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `container_status` expectation: `error`, `state`, `name`, `exit_code`, `reason`, `message`, `started`, `finished`, `ordered_times`, `image`, `image_ref`, `image_id`, `labels`, `annotations`, `log_path`, `mounts`"
+    expecting = "a `container_status` expectation: `error`, `state`, `name`, `exit_code`, `reason`, `message`, `started`, `finished`, `ordered_times`, `image`, `image_ref`, `image_id`, `labels`, `annotations`, `log_path`, `mounts`, `user`"
 )]
 pub struct ContainerStatusExpect {
     /// The call fails like this (e.g. `code: NotFound` after removal).
@@ -103,6 +103,44 @@ pub struct ContainerStatusExpect {
     /// The container paths of its mounts: at least these, in any order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mounts: Option<Vec<String>>,
+    /// The ids its first process runs with (`ContainerStatus.user.linux`); the groups in any
+    /// order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserExpect>,
+}
+
+/// A container's process ids, as `LinuxContainerUser` reports them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `user`: `uid`, `gid`, `supplemental_groups`"
+)]
+pub struct UserExpect {
+    /// The user id.
+    pub uid: i64,
+    /// The primary group id.
+    pub gid: i64,
+    /// Every group of the process, the primary one included.
+    #[serde(default)]
+    pub supplemental_groups: Vec<i64>,
+}
+
+impl UserExpect {
+    /// Checks a reported user against this one, its groups as a set.
+    fn check(&self, actual: Option<&crate::cri::v1::LinuxContainerUser>) -> Result<(), StepError> {
+        let show_user = |uid: i64, gid: i64, groups: &[i64]| {
+            let mut groups = groups.to_vec();
+            groups.sort_unstable();
+            groups.dedup();
+            format!("uid {uid}, gid {gid}, supplemental_groups {groups:?}")
+        };
+        let expected = show_user(self.uid, self.gid, &self.supplemental_groups);
+        let actual = actual.map_or_else(
+            || "no user".to_owned(),
+            |u| show_user(u.uid, u.gid, &u.supplemental_groups),
+        );
+        expect_eq("user", &expected, &actual)
+    }
 }
 
 impl ContainerStatusExpect {
@@ -280,6 +318,9 @@ impl StepDef for ContainerStatus {
                 world.note_observed(format!("mounts: the runtime added {added:?}"));
             }
         }
+        if let Some(wanted) = &expect.user {
+            wanted.check(status.user.as_ref().and_then(|u| u.linux.as_ref()))?;
+        }
         Ok(())
     }
 }
@@ -326,6 +367,23 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
+
+    #[test]
+    fn a_user_matches_whatever_the_order_of_its_groups() {
+        let wanted = UserExpect {
+            uid: 1000,
+            gid: 1000,
+            supplemental_groups: vec![1000, 1234, 50000],
+        };
+        let reported = |groups: Vec<i64>| crate::cri::v1::LinuxContainerUser {
+            uid: 1000,
+            gid: 1000,
+            supplemental_groups: groups,
+        };
+        assert!(wanted.check(Some(&reported(vec![50000, 1000, 1234]))).is_ok());
+        assert!(wanted.check(Some(&reported(vec![1000, 1234]))).is_err());
+        assert!(wanted.check(None).is_err());
+    }
 
     #[rstest]
     #[case::created_only(10, 0, 0, None)]

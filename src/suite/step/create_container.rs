@@ -94,7 +94,7 @@ pub struct CreateExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `security` context: `run_as_user`, `run_as_username`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `capabilities`, `no_new_privs`, `masked_paths`, `readonly_paths`, `seccomp`, `apparmor`, `apparmor_profile`, `selinux`, `pid`"
+    expecting = "a `security` context: `run_as_user`, `run_as_username`, `run_as_group`, `supplemental_groups`, `readonly_rootfs`, `privileged`, `capabilities`, `no_new_privs`, `masked_paths`, `readonly_paths`, `seccomp`, `apparmor`, `apparmor_profile`, `selinux`, `pid`, `supplemental_groups_policy`"
 )]
 pub struct Security {
     /// The UID to run as (default: the image's user).
@@ -145,6 +145,20 @@ pub struct Security {
     /// The PID namespace (default: the sandbox's, as the kubelet derives it from the pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<Namespace>,
+    /// How `supplemental_groups` combine with the groups the image's /etc/group gives the
+    /// user: `merge` (CRI's default, also what is sent when the field is absent) or `strict`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplemental_groups_policy: Option<GroupsPolicy>,
+}
+
+/// CRI's `SupplementalGroupsPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupsPolicy {
+    /// The image's groups for the user join the supplemental groups.
+    Merge,
+    /// Only the supplemental groups (and the primary group).
+    Strict,
 }
 
 /// An AppArmor profile, as CRI v1's `SecurityProfile` names it.
@@ -361,13 +375,16 @@ impl Security {
             seccomp_profile_path: seccomp.path,
             apparmor: self.apparmor.as_deref().map(Apparmor::to_cri),
             apparmor_profile: self.apparmor_profile.clone(),
+            supplemental_groups_policy: match self.supplemental_groups_policy {
+                Some(GroupsPolicy::Strict) => v1::SupplementalGroupsPolicy::Strict,
+                Some(GroupsPolicy::Merge) | None => v1::SupplementalGroupsPolicy::Merge,
+            } as i32,
             selinux_options: self.selinux.as_ref().map(|label| v1::SeLinuxOption {
                 user: label.user.clone(),
                 role: label.role.clone(),
                 r#type: label.kind.clone(),
                 level: label.level.clone(),
             }),
-            ..Default::default()
         })
     }
 }

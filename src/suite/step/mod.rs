@@ -595,6 +595,21 @@ pub fn reference() -> String {
             "`sync_pod` `expect: {sandboxes: [...]}`",
             fields_of::<sync_pod::SandboxSeen>(),
         ),
+        (
+            "user namespace",
+            "`run_sandbox` `userns:`",
+            fields_of::<run_sandbox::Userns>(),
+        ),
+        (
+            "id mapping",
+            "`run_sandbox` `userns: {uids: [...], gids: [...]}`",
+            fields_of::<run_sandbox::IdMapping>(),
+        ),
+        (
+            "container user",
+            "`container_status` `expect: {user: ...}`",
+            fields_of::<container_status::UserExpect>(),
+        ),
     ];
     for &(block, place, fields) in blocks {
         out.push_str(&format!("| {block} | {place} | {} |\n", names(fields)));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::create_container::Seccomp;
-use super::{is_default, is_true, yes, Kind, Scope, StepDef};
+use super::{check_call, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::world::{World, SandboxRef, StepError};
 
@@ -15,7 +15,7 @@ use crate::world::{World, SandboxRef, StepError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `host_pid`, `host_ipc`, `share_pid`, `security`, `cgroup_parent`"
+    expecting = "a `run_sandbox` step: `as`, `pod`, `attempt`, `host_network`, `labels`, `annotations`, `pod_labels`, `hostname`, `dns`, `ports`, `sysctls`, `log_directory`, `host_pid`, `host_ipc`, `share_pid`, `security`, `cgroup_parent`, `userns`, `expect`"
 )]
 pub struct RunSandbox {
     /// Sandbox alias, used by later steps and in snapshots.
@@ -70,6 +70,88 @@ pub struct RunSandbox {
     /// needs one to answer PodSandboxStats); the runner removes it with the case.
     #[serde(default, skip_serializing_if = "is_default")]
     pub cgroup_parent: bool,
+    /// The pod's user namespace (`NamespaceOption.userns_options`; default: none sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub userns: Option<Userns>,
+    /// What is expected of the call (default: it succeeds).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expect: RunSandboxExpect,
+}
+
+/// What `run_sandbox` checks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a `run_sandbox` expectation: `error`")]
+pub struct RunSandboxExpect {
+    /// RunPodSandbox fails like this; the alias then names no sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorExpect>,
+}
+
+/// A pod's user namespace, as CRI's `UserNamespace` has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a `userns`: `mode`, `uids`, `gids`")]
+pub struct Userns {
+    /// `pod` (a namespace of the pod's own, mapped by `uids` and `gids`) or `node`; CRI
+    /// names `container` and `target` too, which a runtime must refuse.
+    pub mode: UsernsMode,
+    /// Container ids mapped to host ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uids: Vec<IdMapping>,
+    /// Container group ids mapped to host ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gids: Vec<IdMapping>,
+}
+
+/// `NamespaceMode`, every value of it, for user namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsernsMode {
+    /// The pod's own.
+    Pod,
+    /// Each container's own.
+    Container,
+    /// The node's.
+    Node,
+    /// Another container's.
+    Target,
+}
+
+/// One id range of a user namespace: `length` ids from `container` on are `host` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a mapping: `container`, `host`, `length`")]
+pub struct IdMapping {
+    /// First id inside.
+    pub container: u32,
+    /// First id on the host.
+    pub host: u32,
+    /// How many.
+    pub length: u32,
+}
+
+impl Userns {
+    fn to_cri(&self) -> v1::UserNamespace {
+        let mode = match self.mode {
+            UsernsMode::Pod => v1::NamespaceMode::Pod,
+            UsernsMode::Container => v1::NamespaceMode::Container,
+            UsernsMode::Node => v1::NamespaceMode::Node,
+            UsernsMode::Target => v1::NamespaceMode::Target,
+        };
+        let ids = |mappings: &[IdMapping]| {
+            mappings
+                .iter()
+                .map(|m| v1::IdMapping {
+                    container_id: m.container,
+                    host_id: m.host,
+                    length: m.length,
+                })
+                .collect()
+        };
+        v1::UserNamespace {
+            mode: mode as i32,
+            uids: ids(&self.uids),
+            gids: ids(&self.gids),
+        }
+    }
 }
 
 /// A pod's Linux security context, as the kubelet fills `LinuxSandboxSecurityContext`.
@@ -181,6 +263,8 @@ impl RunSandbox {
             host_ipc: false,
             share_pid: false,
             security: PodSecurity::default(),
+            userns: None,
+            expect: RunSandboxExpect::default(),
         }
     }
 }
@@ -204,6 +288,7 @@ impl RunSandbox {
         v1::NamespaceOption {
             ipc: mode(self.host_ipc) as i32,
             pid: pid as i32,
+            userns_options: self.userns.as_ref().map(Userns::to_cri),
             ..namespace_options(self.host_network)
         }
     }
@@ -261,6 +346,7 @@ impl StepDef for RunSandbox {
         if let Some(port) = self.ports.iter().find(|p| p.container_port == 0) {
             return Err(format!("ports: container_port 0 (host_port {}) names no port", port.host_port));
         }
+        scope.error(self.expect.error.as_ref())?;
         scope.define_sandbox(&self.alias)
     }
 
@@ -330,7 +416,11 @@ impl StepDef for RunSandbox {
             ..Default::default()
         };
         let handler = world.runtime_handler.clone();
-        let id = world.runtime.run_pod_sandbox(config.clone(), &handler).await?;
+        let result = world.runtime.run_pod_sandbox(config.clone(), &handler).await;
+        // The runner redacts the failure message.
+        let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
+            return Ok(());
+        };
         world.recorder.redactor.sandbox(&id, &self.alias);
         world.aliases.sandboxes.push(SandboxRef {
             alias: self.alias.clone(),
@@ -420,6 +510,22 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn a_user_namespace_maps_to_its_cri_options() {
+        let options = sandbox(
+            ", userns: {mode: pod, uids: [{container: 0, host: 1000, length: 100000}], gids: [{container: 0, host: 2000, length: 10}]}",
+        )
+        .namespaces()
+        .userns_options
+        .unwrap();
+        assert_eq!(options.mode, v1::NamespaceMode::Pod as i32);
+        assert_eq!(
+            (options.uids[0].host_id, options.uids[0].length, options.gids[0].host_id),
+            (1000, 100_000, 2000)
+        );
+        assert_eq!(sandbox("").namespaces().userns_options, None);
     }
 
     #[test]
