@@ -186,10 +186,13 @@ async fn a_handler_that_cannot_run_pods_fails_each_case_in_its_words_and_the_def
         .iter()
         .filter(|c| match &c.outcome {
             CaseOutcome::Passed => false,
-            CaseOutcome::Skipped(skip) => !matches!(
-                skip.why,
-                SkipWhy::MockOnly | SkipWhy::Environment | SkipWhy::HostLacks
-            ),
+            CaseOutcome::Skipped(skip) => {
+                !(matches!(
+                    skip.why,
+                    SkipWhy::MockOnly | SkipWhy::Environment | SkipWhy::HostLacks
+                ) || (skip.why == SkipWhy::RuntimeLacks
+                    && skip.reason.starts_with("the runtime lacks ")))
+            }
             // The default handler's run applies the runtime's known findings.
             CaseOutcome::Known { .. } | CaseOutcome::Warning(_) => false,
             CaseOutcome::Failed(_) | CaseOutcome::Error(_) => true,
