@@ -403,21 +403,10 @@ pub(crate) fn exec_target(
     request: v1::ExecSyncRequest,
 ) -> Result<(ExecTarget, i64), RpcError> {
     // containerd words an unknown id as Exec does.
-    let key = inner
-        .state
-        .find_container(&request.container_id)
-        .map_err(|err| match err {
-            RpcError::ContainerNotFound { id } => RpcError::ExecContainerNotFound { id },
-            other => other,
+    let container =
+        crate::mock::streaming::rpc::running_container(inner, &request.container_id, |id| {
+            RpcError::ExecContainerNotFound { id }
         })?;
-    let container = &inner.state.containers[key];
-    if container.status.state != v1::ContainerState::ContainerRunning as i32 {
-        return Err(RpcError::StreamNotRunning {
-            id: container.status.id.clone(),
-            state: v1::ContainerState::try_from(container.status.state)
-                .map_or("CONTAINER_UNKNOWN", |s| s.as_str_name()),
-        });
-    }
     let target = ExecTarget {
         id: container.status.id.clone(),
         argv: request.cmd,

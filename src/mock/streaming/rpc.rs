@@ -11,7 +11,7 @@ use v1::ContainerState::ContainerRunning;
 use v1::PodSandboxState::SandboxReady;
 
 /// The running container `id` names, refused as containerd refuses Exec and Attach.
-fn running_container<'a>(
+pub(crate) fn running_container<'a>(
     inner: &'a Inner,
     id: &str,
     not_found: impl FnOnce(String) -> RpcError,
