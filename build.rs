@@ -11,6 +11,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     // Said outright: once any rerun-if-changed is printed, cargo watches only what is named.
     println!("cargo:rerun-if-changed=proto");
     println!("cargo:rerun-if-changed=build.rs");
+    // Tests that need a runtime or a tool run under `CI=true` (and fail there when it is
+    // missing); elsewhere they are ignored with their reason (tests/support, `require_*`).
+    println!("cargo:rerun-if-env-changed=CI");
+    println!("cargo::rustc-check-cfg=cfg(crih_ci)");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        println!("cargo::rustc-cfg=crih_ci");
+    }
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
     // Ordered maps keep labels and annotations in a stable order, so snapshots are stable.

@@ -2,8 +2,9 @@
 //! and `NO_COLOR` turns them off there too. A terminal comes from util-linux's `script`; where
 //! it is missing those cases say so and return.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cri-harness");
@@ -24,20 +25,17 @@ fn isolated(mut command: Command) -> Command {
 }
 
 /// Runs the version command on a pseudo-terminal (stdout and stderr both go to it).
-fn on_a_terminal(no_color: Option<&str>) -> Option<Output> {
-    if !Path::new("/usr/bin/script").exists() {
-        eprintln!("skipped: no /usr/bin/script (util-linux) to provide a terminal");
-        return None;
-    }
+fn on_a_terminal(no_color: Option<&str>) -> Output {
+    let script = support::need::program("/usr/bin/script", "util-linux's script (bsdutils)");
     let line = format!("{BIN} {}", VERSION_ARGS.join(" "));
-    let mut command = isolated(Command::new("/usr/bin/script"));
+    let mut command = isolated(Command::new(script));
     command
         .args(["--quiet", "--return", "--command", &line, "/dev/null"])
         .stdin(Stdio::null());
     if let Some(value) = no_color {
         command.env("NO_COLOR", value);
     }
-    Some(command.output().unwrap())
+    command.output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -82,31 +80,28 @@ fn mock_log_lines_to_a_pipe_have_no_colour_codes() {
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs util-linux's script for a terminal")]
 fn cli_log_lines_on_a_terminal_are_coloured() {
     // The other cases mean something only if colours do appear where they belong.
-    let Some(output) = on_a_terminal(None) else {
-        return;
-    };
+    let output = on_a_terminal(None);
     let shown = text(&output.stdout);
     assert!(shown.contains("resolved CRI endpoints"), "{shown}");
     assert!(output.stdout.contains(&ESC), "{shown:?}");
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs util-linux's script for a terminal")]
 fn no_color_turns_colours_off_on_a_terminal() {
-    let Some(output) = on_a_terminal(Some("1")) else {
-        return;
-    };
+    let output = on_a_terminal(Some("1"));
     let shown = text(&output.stdout);
     assert!(shown.contains("resolved CRI endpoints"), "{shown}");
     assert!(!output.stdout.contains(&ESC), "{shown:?}");
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs util-linux's script for a terminal")]
 fn an_empty_no_color_leaves_colours_on() {
     // no-color.org: only a value that is set and not empty counts.
-    let Some(output) = on_a_terminal(Some("")) else {
-        return;
-    };
+    let output = on_a_terminal(Some(""));
     assert!(output.stdout.contains(&ESC), "{:?}", text(&output.stdout));
 }

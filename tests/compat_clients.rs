@@ -1,8 +1,10 @@
 //! Foreign gRPC clients at their defaults against the mock's socket, each walking a pod's life
 //! cycle and checking every answer: grpc-go dialling the bare socket path as the kubelet does
 //! (`tests/compat/go/run.sh`), and Python grpcio with and without a `localhost` authority
-//! (`tests/compat/standard_client.py`). Where a toolchain is missing the test says so and
-//! returns; `.ci/run` installs both and runs the same clients in its compat stage.
+//! (`tests/compat/standard_client.py`). `.ci/run` installs both toolchains; elsewhere the tests
+//! are ignored unless asked for, and a missing toolchain fails them, naming it.
+
+mod support;
 
 use std::path::{Path, PathBuf};
 
@@ -83,10 +85,13 @@ async fn run_against_mock(program: &Path, args: &[&str], done: &str) {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs Go, protoc-gen-go, protoc-gen-go-grpc and grpc-go (Debian packages)"
+)]
 async fn grpc_go_dialling_the_bare_socket_path_walks_a_pod_life_cycle_on_the_mock() {
     if let Some(reason) = go_missing() {
-        eprintln!("skipped: the grpc-go client cannot be built here: {reason}");
-        return;
+        support::need::unmet("the grpc-go client's tools", &reason);
     }
     let script = Path::new(ROOT).join("tests/compat/go/run.sh");
     let script = script.to_str().unwrap();
@@ -97,14 +102,12 @@ async fn grpc_go_dialling_the_bare_socket_path_walks_a_pod_life_cycle_on_the_moc
 #[case::grpcio_defaults(&[])]
 #[case::localhost_authority(&["--authority", "localhost"])]
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a Python with grpcio and grpcio-tools (CRIH_COMPAT_PYTHON)"
+)]
 async fn python_grpcio_walks_a_pod_life_cycle_on_the_mock(#[case] flags: &[&str]) {
-    let python = match grpc_python() {
-        Ok(python) => python,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
+    let python = grpc_python().unwrap_or_else(|reason| support::need::unmet("grpcio", &reason));
     let script = Path::new(ROOT).join("tests/compat/standard_client.py");
     let mut args = vec![script.to_str().unwrap()];
     args.extend_from_slice(flags);

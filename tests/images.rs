@@ -2,7 +2,8 @@
 //! index, manifest and config digests resolve to blobs with those digests, and the
 //! `cri-harness images` subcommand as a user runs it.
 
-use std::io::Write;
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -10,20 +11,10 @@ use cri_harness::images::{self, Busybox, DEFAULT_BUSYBOX};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// This machine's busybox, or `None` (with a skip line) where it is absent or unusable.
-fn static_busybox(test: &str) -> Option<Busybox> {
-    match Busybox::load(Path::new(DEFAULT_BUSYBOX)) {
-        Ok(busybox) => Some(busybox),
-        Err(err) => {
-            // Straight to the stream: the test harness captures `eprintln!` of passing tests,
-            // and a skip must be seen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped {test}: {err} (apt-get install busybox-static)"
-            );
-            None
-        }
-    }
+/// This machine's static busybox; a failure where it is absent or unusable.
+fn static_busybox() -> Busybox {
+    Busybox::load(Path::new(DEFAULT_BUSYBOX))
+        .unwrap_or_else(|err| support::need::unmet("busybox-static", &err.to_string()))
 }
 
 fn cli(args: &[&str]) -> Output {
@@ -50,10 +41,9 @@ fn descriptor(value: &Value) -> (String, u64) {
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs Debian's busybox-static")]
 fn built_layouts_resolve_index_manifest_config_and_layer_to_matching_blobs() {
-    let Some(busybox) = static_busybox("built_layouts_resolve_to_matching_blobs") else {
-        return;
-    };
+    let busybox = static_busybox();
     let dir = tempfile::tempdir().unwrap();
     let built = images::build_all(&busybox, dir.path()).unwrap();
     assert_eq!(built.len(), images::catalogue().len());
@@ -138,10 +128,9 @@ fn images_list_long_names_symbol_references_suites_and_purpose() {
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs Debian's busybox-static")]
 fn images_build_twice_prints_the_same_digests_as_the_layouts_hold() {
-    if static_busybox("images_build_twice").is_none() {
-        return;
-    }
+    static_busybox();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     let first = cli(&["images", "build", "--oci", out]);
@@ -218,15 +207,13 @@ fn images_push_refuses_a_registry_given_as_a_url() {
 }
 
 #[test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 fn images_pull_puts_every_kept_catalogue_image_in_the_runtime() {
     // Against a real runtime only (CI exports the endpoint after ci/containerd.sh up).
-    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped images_pull: CONTAINER_RUNTIME_ENDPOINT is not set"
-        );
-        return;
-    };
+    let endpoint = support::need::runtime();
     let output = cli(&["images", "pull", "-r", &endpoint, "--timeout", "60s"]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();

@@ -6,7 +6,7 @@
 //! the run's directory gone. And `clean --run-id` unmounts and removes what a killed run left
 //! in its directory. Otherwise each test prints a skip line.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -61,27 +61,17 @@ fn mounts_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The runtime endpoint, when the tests may use it and mount; otherwise prints why not.
-fn endpoint_and_root(test: &str) -> Option<String> {
-    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped {test}: CONTAINER_RUNTIME_ENDPOINT is not set"
-        );
-        return None;
-    };
-    if !rustix::process::geteuid().is_root() {
-        let _ = writeln!(std::io::stderr(), "skipped {test}: mounting needs root");
-        return None;
-    }
-    Some(endpoint)
+/// The runtime endpoint; a failure without one, or when not root (the tests mount).
+fn endpoint_and_root() -> String {
+    let endpoint = support::need::runtime();
+    support::need::root("the test mounts and unmounts on the host");
+    endpoint
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs a real CRI runtime and root")]
 fn clean_unmounts_and_removes_the_host_directory_a_killed_run_left() {
-    let Some(endpoint) = endpoint_and_root("the clean of a killed run's mounts") else {
-        return;
-    };
+    let endpoint = endpoint_and_root();
     let work = tempfile::tempdir().unwrap();
     let run_id = format!("mountsk{}", std::process::id());
     let src = work.path().join(&run_id).join("case-1").join("src");
@@ -117,10 +107,9 @@ fn clean_unmounts_and_removes_the_host_directory_a_killed_run_left() {
 }
 
 #[test]
+#[cfg_attr(not(crih_ci), ignore = "needs a real CRI runtime and root")]
 fn sigint_while_propagation_cases_hold_mounts_leaves_no_mount_behind() {
-    let Some(endpoint) = endpoint_and_root("the interrupted propagation run") else {
-        return;
-    };
+    let endpoint = endpoint_and_root();
     let work = tempfile::tempdir().unwrap();
     let suites = work.path().join("suites");
     std::fs::create_dir_all(&suites).unwrap();

@@ -8,7 +8,6 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -47,15 +46,9 @@ fn dial(url: &str) -> StreamUrl {
     }
 }
 
-/// A client of the real runtime, or `None` (after a visible skip line) without one.
-async fn real_runtime(test: &str) -> Option<CriClient> {
-    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped {test}: CONTAINER_RUNTIME_ENDPOINT is not set"
-        );
-        return None;
-    };
+/// A client of the real runtime, with busybox pulled; a failure without one.
+async fn real_runtime() -> CriClient {
+    let endpoint = support::need::runtime();
     let endpoint: Endpoint = endpoint.parse().expect("a valid endpoint");
     if let Endpoint::Unix(socket) = &endpoint {
         let netns = streaming::runtime_netns(socket).expect("the runtime's network namespace");
@@ -68,7 +61,7 @@ async fn real_runtime(test: &str) -> Option<CriClient> {
         .pull_image(&cri_harness::images::resolve("busybox"))
         .await
         .expect("busybox pulls");
-    Some(client)
+    client
 }
 
 /// A pod of this run, named after the test, and how to add containers to it.
@@ -139,9 +132,7 @@ where
     F: FnOnce(CriClient, Pod) -> Fut,
     Fut: Future<Output = Pod>,
 {
-    let Some(client) = real_runtime(test).await else {
-        return;
-    };
+    let client = real_runtime().await;
     let pod = Pod::run(&client, test, host_network).await;
     let id = pod.id.clone();
     let result = std::panic::AssertUnwindSafe(body(client.clone(), pod))
@@ -193,6 +184,10 @@ async fn exec(client: &CriClient, container: &str, command: &[&str]) -> RemoteCo
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_echo_answers_its_output_on_v4_with_exit_code_zero() {
     with_pod("exec-echo", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -211,6 +206,10 @@ async fn exec_echo_answers_its_output_on_v4_with_exit_code_zero() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_into_a_stopped_container_is_refused_by_the_exec_call() {
     with_pod("exec-stopped", false, |client, pod| async move {
         let container = pod.start("done", &["true"], false, false).await;
@@ -235,6 +234,10 @@ async fn exec_into_a_stopped_container_is_refused_by_the_exec_call() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_exit_codes_come_back_from_the_status() {
     with_pod("exec-codes", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -249,6 +252,10 @@ async fn exec_exit_codes_come_back_from_the_status() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_stdout_of_one_mebibyte_arrives_whole() {
     with_pod("exec-mebibyte", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -268,6 +275,10 @@ async fn exec_stdout_of_one_mebibyte_arrives_whole() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_stderr_arrives_apart_from_stdout() {
     with_pod("exec-stderr", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -286,6 +297,10 @@ async fn exec_stderr_arrives_apart_from_stdout() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn exec_with_a_tty_reads_stdin_and_takes_a_resize() {
     with_pod("exec-tty", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -326,6 +341,10 @@ async fn exec_with_a_tty_reads_stdin_and_takes_a_resize() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn on_v4_stdin_never_ends_so_cat_runs_until_the_deadline() {
     with_pod("exec-cat", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -362,6 +381,10 @@ async fn on_v4_stdin_never_ends_so_cat_runs_until_the_deadline() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn an_exec_url_serves_once() {
     with_pod("exec-once", false, |client, pod| async move {
         let container = sleeper(&pod).await;
@@ -381,6 +404,10 @@ async fn an_exec_url_serves_once() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn attach_to_a_shell_with_a_tty_runs_what_is_typed_until_it_exits() {
     with_pod("attach-tty", false, |client, pod| async move {
         let container = pod.start("shell", &["sh"], true, true).await;
@@ -419,6 +446,10 @@ async fn attach_to_a_shell_with_a_tty_runs_what_is_typed_until_it_exits() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn attach_without_a_tty_echoes_and_the_client_detaches() {
     with_pod("attach-plain", false, |client, pod| async move {
         let container = pod.start("shell", &["sh"], true, false).await;
@@ -505,6 +536,10 @@ async fn get_when_listening(client: &CriClient, pod: &Pod, port: u16) -> Vec<u8>
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn port_forward_reaches_httpd_in_a_pod_network_pod() {
     with_pod("pf-pod", false, |client, pod| async move {
         httpd(&pod, 8080, "hello-from-the-pod").await;
@@ -520,6 +555,10 @@ async fn port_forward_reaches_httpd_in_a_pod_network_pod() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn port_forward_reaches_httpd_in_a_host_network_pod() {
     with_pod("pf-host", true, |client, pod| async move {
         // A port free on the host right now; httpd takes it a moment later.
@@ -540,6 +579,10 @@ async fn port_forward_reaches_httpd_in_a_host_network_pod() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn port_forward_to_a_closed_port_fails_with_the_servers_text() {
     with_pod("pf-closed", false, |client, pod| async move {
         sleeper(&pod).await;
@@ -596,6 +639,10 @@ async fn port_forward_url_for(client: &CriClient, pod: &Pod, ports: Vec<i32>) ->
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn on_containerd_the_request_names_the_port_and_the_port_query_is_ignored() {
     with_pod("pf-query", false, |client, pod| async move {
         sleeper(&pod).await;

@@ -297,22 +297,27 @@ fn a_fifo_is_refused_without_blocking() {
 
 #[test]
 fn a_file_without_read_permission_says_permission_denied() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        println!(
-            "skipped: root reads a file whatever its mode; the next test covers a file whose read fails"
+    // Root reads a file whatever its mode, so as root the listing runs from a thread without
+    // the two capabilities that bypass file modes; the child inherits their absence.
+    std::thread::spawn(|| {
+        if rustix::process::geteuid().is_root() {
+            use rustix::thread::{remove_capability_from_bounding_set, CapabilitySet};
+            for capability in [CapabilitySet::DAC_OVERRIDE, CapabilitySet::DAC_READ_SEARCH] {
+                remove_capability_from_bounding_set(capability).expect("drop a capability");
+            }
+        }
+        assert_entry_error(
+            "secret.yaml",
+            |path| {
+                std::fs::write(path, "suite: s\n").unwrap();
+                let mode = std::os::unix::fs::PermissionsExt::from_mode(0o000);
+                std::fs::set_permissions(path, mode).unwrap();
+            },
+            "Permission denied (os error 13)",
         );
-        return;
-    }
-    assert_entry_error(
-        "secret.yaml",
-        |path| {
-            std::fs::write(path, "suite: s\n").unwrap();
-            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o000);
-            std::fs::set_permissions(path, mode).unwrap();
-        },
-        "Permission denied (os error 13)",
-    );
+    })
+    .join()
+    .expect("the listing without read permission");
 }
 
 #[test]

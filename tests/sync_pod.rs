@@ -6,7 +6,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -596,14 +595,12 @@ async fn wait_exited(client: &CriClient, id: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
 async fn a_three_container_pod_goes_from_nothing_to_running_on_the_real_runtime() {
-    let Ok(endpoint) = std::env::var("CONTAINER_RUNTIME_ENDPOINT") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped SyncPod on the real runtime: CONTAINER_RUNTIME_ENDPOINT is not set"
-        );
-        return;
-    };
+    let endpoint = support::need::runtime();
     let endpoint: cri_harness::cri::Endpoint = endpoint.parse().expect("a valid endpoint");
     let client = cri_harness::cri::connect(&endpoint, &endpoint, &Default::default())
         .await

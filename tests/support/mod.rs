@@ -13,6 +13,60 @@ use cri_harness::mock::{MockRuntime, MockServer};
 use tempfile::TempDir;
 use tonic::transport::Channel;
 
+/// What a test needs from outside the crate (a CRI runtime, a program, root), asked for in one
+/// place.
+///
+/// Such a test carries `#[cfg_attr(not(crih_ci), ignore = "needs ...")]`: build.rs sets the
+/// `crih_ci` cfg when `CI=true`, so CI runs it and elsewhere `cargo test` lists it as ignored with
+/// its reason (`cargo test -- --ignored` runs it on a machine that has what it needs). Once it
+/// runs, a missing need fails it here, naming what to provide: never a silent green.
+pub mod need {
+    use std::path::{Path, PathBuf};
+
+    /// The value of `var`, which tells the test where `what` is; a failure when it is unset.
+    pub fn env(var: &str, what: &str) -> String {
+        match std::env::var(var) {
+            Ok(value) if !value.is_empty() => value,
+            _ => panic!(
+                "this test needs {what}: set {var} (CI sets it; elsewhere the test is ignored \
+                 unless asked for with --ignored)"
+            ),
+        }
+    }
+
+    /// The CRI endpoint of the real runtime under test (`CONTAINER_RUNTIME_ENDPOINT`).
+    pub fn runtime() -> String {
+        env("CONTAINER_RUNTIME_ENDPOINT", "a real CRI runtime")
+    }
+
+    /// The program `name`, by absolute path or on `PATH`; a failure naming `package` otherwise.
+    pub fn program(name: &str, package: &str) -> PathBuf {
+        let found = if name.contains('/') {
+            Path::new(name).is_file().then(|| PathBuf::from(name))
+        } else {
+            std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join(name))
+                    .find(|candidate| candidate.is_file())
+            })
+        };
+        found.unwrap_or_else(|| panic!("this test needs {name}: install {package}"))
+    }
+
+    /// A failure naming `what` the test needs and why it is not there.
+    pub fn unmet(what: &str, reason: &str) -> ! {
+        panic!("this test needs {what}: {reason}")
+    }
+
+    /// A failure unless the test runs as root, which `why` needs.
+    pub fn root(why: &str) {
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "this test needs root: {why}"
+        );
+    }
+}
+
 /// Per-call deadline of the test clients.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
