@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use cri_harness::report::merge::read::Outcome;
 use cri_harness::report::merge::{self, generate, html, json, junit};
+use cri_harness::report::model::Verdict;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -78,9 +78,9 @@ fn main() -> anyhow::Result<()> {
         counts = (
             merged.nodes.len(),
             merged.groups.len(),
-            merged.count(Outcome::Passed),
-            merged.count(Outcome::Failed),
-            merged.count(Outcome::Skipped),
+            merged.count(Verdict::Passed),
+            merged.count(Verdict::Failed),
+            merged.count(Verdict::Skipped),
         );
         for (b, t) in best.iter_mut().zip(times) {
             *b = (*b).min(t);

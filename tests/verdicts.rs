@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use cri_harness::contract::known::{KnownError, KnownFindings};
 use cri_harness::contract::Level;
 use cri_harness::report;
-use cri_harness::report::merge::{self, read::Outcome};
+use cri_harness::report::merge;
+use cri_harness::report::model::Verdict;
 use cri_harness::runner::{self, CaseOutcome, CaseReport, Interrupt, RunReport, SkipWhy, Target};
 use cri_harness::suite;
 use rstest::rstest;
@@ -683,7 +684,7 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
     assert!(merged.unread.is_empty(), "{:?}", merged.unread);
     assert_eq!(merged.nodes.len(), 1);
     let node = &merged.nodes[0];
-    let read: BTreeMap<&str, Outcome> = merged
+    let read: BTreeMap<&str, Verdict> = merged
         .cases
         .iter()
         .zip(&node.cells)
@@ -692,12 +693,12 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
     assert_eq!(
         read,
         BTreeMap::from([
-            ("observed-contradicted", Outcome::Passed),
-            ("must-contradicted", Outcome::Failed),
-            ("should-warns", Outcome::Warning),
-            ("needs-process", Outcome::Skipped),
-            ("setup-errors", Outcome::Error),
-            ("must-fault", Outcome::Known),
+            ("observed-contradicted", Verdict::Passed),
+            ("must-contradicted", Verdict::Failed),
+            ("should-warns", Verdict::Warning),
+            ("needs-process", Verdict::Skipped),
+            ("setup-errors", Verdict::Error),
+            ("must-fault", Verdict::Known),
         ])
     );
     assert_eq!(node.failing(), 2);

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::report::merge;
-use crate::report::merge::read::Outcome;
+use crate::report::model::Verdict;
 
 /// Arguments of `cri-harness report`.
 #[derive(Debug, clap::Args)]
@@ -73,12 +73,12 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         merged.nodes.len(),
         merged.groups.len(),
         merged.cases.len(),
-        merged.count(Outcome::Passed),
-        merged.count(Outcome::Failed),
-        merged.count(Outcome::Warning),
-        merged.count(Outcome::Error),
-        merged.count(Outcome::Known),
-        merged.count(Outcome::Skipped),
+        merged.count(Verdict::Passed),
+        merged.count(Verdict::Failed),
+        merged.count(Verdict::Warning),
+        merged.count(Verdict::Error),
+        merged.count(Verdict::Known),
+        merged.count(Verdict::Skipped),
     );
     for path in written {
         println!("wrote {}", path.display());

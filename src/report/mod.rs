@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::runner::snapshot::SnapshotStatus;
-use crate::runner::{CaseOutcome, CaseReport, RunReport};
+use self::model::{CaseOutcome, CaseReport, RunReport, SnapshotStatus};
 
 pub mod merge;
+pub mod model;
 pub mod node;
 
 /// A report file that could not be written.
@@ -292,7 +292,7 @@ fn test_case(case: &CaseReport) -> TestCase {
     // Test cases carry no properties in that schema; standard output is where a reader of
     // the case looks.
     let mut out = Vec::new();
-    if let Some(environment) = case.environment {
+    if let Some(environment) = &case.environment {
         out.push(format!("environment-dependent: {environment}"));
     }
     match &case.outcome {
@@ -358,8 +358,7 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-    use crate::runner::snapshot::SnapshotStatus;
-    use crate::runner::{SkipWhy, SnapshotReport};
+    use crate::report::model::{SkipWhy, SnapshotReport, SnapshotStatus};
 
     fn case(suite: &str, name: &str, outcome: CaseOutcome) -> CaseReport {
         CaseReport {

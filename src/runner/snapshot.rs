@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+pub use crate::report::model::SnapshotStatus;
 
 /// `(path relative to the crate root, contents)` of every reference under `snapshots/`, sorted
 /// by path: a reference is embedded by being a file there.
@@ -44,48 +44,6 @@ pub enum SnapshotError {
 pub struct Policy {
     /// Accept this run's results: write them as the references, under `--snapshot-dir`.
     pub update: bool,
-}
-
-/// How this run's result compares with the case's reference.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum SnapshotStatus {
-    /// Same body.
-    Unchanged,
-    /// There was none; `--update-snapshots` wrote it.
-    Written,
-    /// An embedded case whose reference the binary does not hold: the case fails.
-    Missing,
-    /// A user suite's case with no reference file yet: this run's result is in
-    /// `<name>.snap.new` beside where it would go, for review; the case is not passed.
-    New {
-        /// The `.snap.new` file.
-        new_path: PathBuf,
-    },
-    /// It differed and was overwritten (`--update-snapshots`).
-    Updated {
-        /// Unified diff, reference to new.
-        diff: String,
-    },
-    /// It differs: the case fails.
-    Changed {
-        /// Unified diff, reference to new.
-        diff: String,
-        /// The `.snap.new` written beside a user suite's reference file; none for an embedded
-        /// reference, since a run writes nothing without `--update-snapshots`.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        new_path: Option<PathBuf>,
-    },
-}
-
-impl SnapshotStatus {
-    /// True when the case must fail because of its reference.
-    pub fn fails(&self) -> bool {
-        matches!(
-            self,
-            SnapshotStatus::Missing | SnapshotStatus::New { .. } | SnapshotStatus::Changed { .. }
-        )
-    }
 }
 
 /// The reference's file name for one case: `<suite>__<case>.snap`.

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use super::model::Merged;
 use super::read;
+use crate::report::model::{
+    CaseOutcome, CaseReport, RunReport, SkipWhy, SnapshotReport, SnapshotStatus,
+};
 use crate::report::node::Node;
-use crate::runner::snapshot::SnapshotStatus;
-use crate::runner::{CaseOutcome, CaseReport, RunReport, SkipWhy, SnapshotReport};
 
 /// `(runtime name, runtime version)` the generated nodes run, the first most often.
 pub const RUNTIMES: [(&str, &str); 3] = [
@@ -135,7 +136,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
 /// The merge of `reports` as `report merge` would see them: each rendered as its JSON line and
 /// read back, named `<node>.log`.
 pub fn merged(reports: &[RunReport]) -> Merged {
-    let read: Vec<(PathBuf, read::NodeReport)> = reports
+    let read: Vec<(PathBuf, RunReport)> = reports
         .iter()
         .filter_map(|r| {
             let line = crate::report::line(r).ok()?;
@@ -149,7 +150,7 @@ pub fn merged(reports: &[RunReport]) -> Merged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::merge::read::Outcome;
+    use crate::report::model::Verdict;
 
     #[test]
     fn generated_reports_vary_in_runtime_and_kernel_and_some_fail() {
@@ -160,9 +161,9 @@ mod tests {
         assert!(merged.groups.len() >= 6, "{:?}", merged.groups.len());
         let failed: usize = reports.iter().map(RunReport::failed).sum();
         assert!(failed >= 9, "{failed}");
-        assert_eq!(merged.count(Outcome::Failed), failed);
+        assert_eq!(merged.count(Verdict::Failed), failed);
         assert_eq!(
-            merged.count(Outcome::Skipped),
+            merged.count(Verdict::Skipped),
             reports.iter().map(RunReport::skipped).sum::<usize>()
         );
         assert!(merged

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::model::{runtime_label, Merged, Totals};
-use super::read::Outcome;
+use crate::report::model::Verdict;
 use crate::report::ReportError;
 
 const PAGE: &str = include_str!("page.html");
@@ -90,14 +90,14 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     continue;
                 };
                 cells.push(match cell.outcome {
-                    Outcome::Passed => 'p',
-                    Outcome::Failed => 'f',
-                    Outcome::Warning => 'w',
-                    Outcome::Error => 'e',
-                    Outcome::Known => 'k',
-                    Outcome::Skipped => 's',
+                    Verdict::Passed => 'p',
+                    Verdict::Failed => 'f',
+                    Verdict::Warning => 'w',
+                    Verdict::Error => 'e',
+                    Verdict::Known => 'k',
+                    Verdict::Skipped => 's',
                 });
-                if cell.outcome != Outcome::Passed {
+                if cell.outcome != Verdict::Passed {
                     let message = strings.add(cell.message.as_deref());
                     let diff = strings.add(cell.diff.as_deref());
                     notes.push([i64::try_from(at).unwrap_or(-1), message, diff]);
@@ -187,7 +187,7 @@ mod tests {
 
     use super::*;
     use crate::report::merge::generate;
-    use crate::runner::CaseOutcome;
+    use crate::report::model::CaseOutcome;
 
     const HOSTILE: &str = "</script><script>alert(1)</script> <!-- & <b>\"'\u{2028}\u{2029} ]]>";
 

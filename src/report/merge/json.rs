@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::model::{Duplicate, Group, Merged, Totals};
-use super::read::Outcome;
+use crate::report::model::Verdict;
 use crate::report::node::Node;
 use crate::report::ReportError;
 
@@ -38,7 +38,7 @@ struct NodeView<'a> {
 #[derive(Serialize)]
 struct CellView<'a> {
     case: String,
-    outcome: Outcome,
+    outcome: Verdict,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,12 +74,12 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 facts: &node.facts,
                 source: &node.source,
                 run_id: &node.run_id,
-                passed: node.count(Outcome::Passed),
-                failed: node.count(Outcome::Failed),
-                warning: node.count(Outcome::Warning),
-                error: node.count(Outcome::Error),
-                known: node.count(Outcome::Known),
-                skipped: node.count(Outcome::Skipped),
+                passed: node.count(Verdict::Passed),
+                failed: node.count(Verdict::Failed),
+                warning: node.count(Verdict::Warning),
+                error: node.count(Verdict::Error),
+                known: node.count(Verdict::Known),
+                skipped: node.count(Verdict::Skipped),
                 problems: &node.problems,
                 cases: node
                     .cells

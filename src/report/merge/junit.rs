@@ -6,7 +6,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::model::{runtime_label, Merged};
-use super::read::Outcome;
+use crate::report::model::Verdict;
 use crate::report::ReportError;
 
 /// The merged JUnit XML.
@@ -30,8 +30,8 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
             let Some(cell) = cell else { continue };
             let message = cell.message.as_deref().unwrap_or_default();
             let status = match cell.outcome {
-                Outcome::Passed => TestCaseStatus::success(),
-                Outcome::Failed => {
+                Verdict::Passed => TestCaseStatus::success(),
+                Verdict::Failed => {
                     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     let description = match &cell.diff {
                         Some(diff) => format!("{message}\n\n{diff}"),
@@ -43,7 +43,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                         .set_description(description);
                     status
                 }
-                Outcome::Error => {
+                Verdict::Error => {
                     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
                     status
                         .set_type("CaseError")
@@ -51,8 +51,8 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                         .set_description(message);
                     status
                 }
-                Outcome::Warning | Outcome::Known => TestCaseStatus::success(),
-                Outcome::Skipped => {
+                Verdict::Warning | Verdict::Known => TestCaseStatus::success(),
+                Verdict::Skipped => {
                     let mut status = TestCaseStatus::skipped();
                     status.set_message(message);
                     status
@@ -63,10 +63,10 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
             case.set_classname(suite_name.as_str())
                 .set_time(seconds(cell.duration));
             match cell.outcome {
-                Outcome::Warning => {
+                Verdict::Warning => {
                     case.set_system_out(format!("verdict: warning: {message}"));
                 }
-                Outcome::Known => {
+                Verdict::Known => {
                     case.set_system_out(format!("verdict: known finding: {message}"));
                 }
                 _ => {}
@@ -124,11 +124,11 @@ mod tests {
             assert!(properties.iter().any(|(k, _)| *k == "os-image"));
             let count = |tag: &str| suite.descendants().filter(|n| n.has_tag_name(tag)).count();
             assert_eq!(count("testcase"), node.cells.iter().flatten().count());
-            assert_eq!(count("failure"), node.count(Outcome::Failed));
-            assert_eq!(count("skipped"), node.count(Outcome::Skipped));
+            assert_eq!(count("failure"), node.count(Verdict::Failed));
+            assert_eq!(count("skipped"), node.count(Verdict::Skipped));
             assert_eq!(
                 suite.attribute("failures"),
-                Some(node.count(Outcome::Failed).to_string().as_str())
+                Some(node.count(Verdict::Failed).to_string().as_str())
             );
         }
     }

@@ -14,6 +14,7 @@ pub mod read;
 pub use model::Merged;
 pub use read::ReadError;
 
+use super::model::RunReport;
 use super::ReportError;
 
 /// The outputs a merge writes, in order: JUnit, JSON, HTML.
@@ -29,7 +30,7 @@ pub fn read_all(inputs: &[PathBuf]) -> Merged {
         .unwrap_or(1)
         .clamp(1, 8);
     let chunk = files.len().div_ceil(threads).max(1);
-    let results: Vec<Result<(PathBuf, read::NodeReport), ReadError>> = std::thread::scope(|s| {
+    let results: Vec<Result<(PathBuf, RunReport), ReadError>> = std::thread::scope(|s| {
         let workers: Vec<_> = files
             .chunks(chunk)
             .map(|part| {
@@ -92,7 +93,7 @@ pub fn write(dir: &Path, merged: &Merged) -> Result<Vec<PathBuf>, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::merge::read::Outcome;
+    use crate::report::model::Verdict;
 
     #[test]
     fn reports_and_logs_in_a_tree_merge_and_a_file_without_one_is_named() {
@@ -118,7 +119,7 @@ mod tests {
         assert_eq!(merged.unread.len(), 1);
         assert!(merged.unread[0].0.ends_with("logs/crashed.log"));
         assert_eq!(
-            merged.count(Outcome::Failed),
+            merged.count(Verdict::Failed),
             reports.iter().map(|r| r.failed()).sum::<usize>()
         );
         let out = dir.path().join("out");

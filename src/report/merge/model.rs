@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::read::{NodeReport, Outcome, ReadError};
+use super::read::ReadError;
+use crate::report::model::{RunReport, Verdict};
 use crate::report::node::Node;
 
 /// What a runtime calls itself in a group: `containerd v1.6.38`, or `unknown runtime`.
@@ -33,7 +34,7 @@ pub struct GroupKey {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cell {
     /// How it ended.
-    pub outcome: Outcome,
+    pub outcome: Verdict,
     /// Why it failed or was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -73,7 +74,7 @@ impl MergedNode {
     }
 
     /// Cells with this outcome.
-    pub fn count(&self, outcome: Outcome) -> usize {
+    pub fn count(&self, outcome: Verdict) -> usize {
         self.cells
             .iter()
             .flatten()
@@ -148,7 +149,7 @@ impl Merged {
     /// Merges `reports` (each with its file, in input order); `unread` are the inputs that
     /// gave none. Duplicate node names are kept, suffixed, and listed (a pod that restarted
     /// or a file given twice must not silently hide a node's other result).
-    pub fn new(reports: Vec<(PathBuf, NodeReport)>, unread: Vec<ReadError>) -> Self {
+    pub fn new(reports: Vec<(PathBuf, RunReport)>, unread: Vec<ReadError>) -> Self {
         let cases: Vec<(String, String)> = reports
             .iter()
             .flat_map(|(_, r)| r.cases.iter().map(|c| (c.suite.clone(), c.case.clone())))
@@ -170,15 +171,18 @@ impl Merged {
                     let Some(&at) = index.get(&(case.suite.as_str(), case.case.as_str())) else {
                         continue;
                     };
+                    let outcome = case.outcome.verdict();
                     let diff = case
                         .snapshot
-                        .and_then(|s| s.diff)
-                        .filter(|_| case.outcome.fails());
+                        .as_ref()
+                        .and_then(|s| s.status.diff())
+                        .filter(|_| outcome.fails())
+                        .map(str::to_owned);
                     cells[at] = Some(Cell {
-                        outcome: case.outcome,
-                        message: case.reason,
+                        outcome,
+                        message: case.outcome.reason().map(str::to_owned),
                         diff,
-                        duration: case.duration,
+                        duration: case.duration.as_secs_f64(),
                     });
                 }
                 let mut problems = report.errors;
@@ -193,7 +197,7 @@ impl Merged {
                     run_id: report.run_id,
                     cells,
                     problems,
-                    duration: report.duration,
+                    duration: report.duration.as_secs_f64(),
                 }
             })
             .collect();
@@ -218,7 +222,7 @@ impl Merged {
     }
 
     /// Cells with this outcome over all nodes.
-    pub fn count(&self, outcome: Outcome) -> usize {
+    pub fn count(&self, outcome: Verdict) -> usize {
         self.nodes.iter().map(|n| n.count(outcome)).sum()
     }
 }
@@ -250,18 +254,18 @@ impl Totals {
         Self {
             nodes: merged.nodes.len(),
             cases: merged.cases.len(),
-            passed: merged.count(Outcome::Passed),
-            failed: merged.count(Outcome::Failed),
-            warning: merged.count(Outcome::Warning),
-            error: merged.count(Outcome::Error),
-            known: merged.count(Outcome::Known),
-            skipped: merged.count(Outcome::Skipped),
+            passed: merged.count(Verdict::Passed),
+            failed: merged.count(Verdict::Failed),
+            warning: merged.count(Verdict::Warning),
+            error: merged.count(Verdict::Error),
+            known: merged.count(Verdict::Known),
+            skipped: merged.count(Verdict::Skipped),
         }
     }
 }
 
 /// The name each report is shown under, and the names more than one report had.
-fn unique_names(reports: &[(PathBuf, NodeReport)]) -> (Vec<String>, Vec<Duplicate>) {
+fn unique_names(reports: &[(PathBuf, RunReport)]) -> (Vec<String>, Vec<Duplicate>) {
     let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, (_, report)) in reports.iter().enumerate() {
         by_name
@@ -321,12 +325,12 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
             continue;
         };
         group.members.push(i);
-        group.passed += node.count(Outcome::Passed);
-        group.skipped += node.count(Outcome::Skipped);
-        group.failed += node.count(Outcome::Failed);
-        group.warning += node.count(Outcome::Warning);
-        group.error += node.count(Outcome::Error);
-        group.known += node.count(Outcome::Known);
+        group.passed += node.count(Verdict::Passed);
+        group.skipped += node.count(Verdict::Skipped);
+        group.failed += node.count(Verdict::Failed);
+        group.warning += node.count(Verdict::Warning);
+        group.error += node.count(Verdict::Error);
+        group.known += node.count(Verdict::Known);
         if node.failing() > 0 || !node.problems.is_empty() {
             group.failing_nodes += 1;
         }
@@ -347,39 +351,55 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
 mod tests {
     use rstest::rstest;
 
-    use super::super::read::CaseResult;
     use super::*;
+    use crate::report::model::{CaseOutcome, SkipWhy};
 
-    fn node(name: &str, runtime: &str, kernel: &str, cases: &[(&str, Outcome)]) -> NodeReport {
-        NodeReport {
-            run_id: format!("run-{name}"),
-            node: Node {
-                name: name.into(),
-                kernel: kernel.into(),
-                os_image: None,
-                runtime_name: Some("containerd".into()),
-                runtime_version: Some(runtime.into()),
+    /// A case's verdict at `verdict`, with words that name the case.
+    fn outcome(verdict: Verdict, name: &str) -> CaseOutcome {
+        let reason = format!("why {name}");
+        match verdict {
+            Verdict::Passed => CaseOutcome::Passed,
+            Verdict::Failed => CaseOutcome::Failed(reason),
+            Verdict::Warning => CaseOutcome::Warning(reason),
+            Verdict::Skipped => CaseOutcome::skipped(SkipWhy::MockOnly, reason),
+            Verdict::Error => CaseOutcome::Error(reason),
+            Verdict::Known => CaseOutcome::Known {
+                reason,
+                finding: "upstream#1".into(),
             },
-            cases: cases
-                .iter()
-                .map(|(name, outcome)| CaseResult {
-                    suite: "s".into(),
-                    case: (*name).into(),
-                    outcome: *outcome,
-                    reason: (*outcome != Outcome::Passed).then(|| format!("why {name}")),
-                    skip: None,
-                    duration: 0.1,
-                    snapshot: None,
-                })
-                .collect(),
-            errors: Vec::new(),
-            aborted: None,
-            interrupted: false,
-            duration: 1.0,
         }
     }
 
-    fn merge(reports: Vec<NodeReport>) -> Merged {
+    /// A node's report as a runner would read it back: the fields a merge does not use left at
+    /// their defaults.
+    fn node(name: &str, runtime: &str, kernel: &str, cases: &[(&str, Verdict)]) -> RunReport {
+        let cases: Vec<serde_json::Value> = cases
+            .iter()
+            .map(|(name, verdict)| {
+                let mut case = serde_json::to_value(outcome(*verdict, name)).unwrap();
+                case["suite"] = "s".into();
+                case["case"] = (*name).into();
+                case["duration"] = 0.1.into();
+                case
+            })
+            .collect();
+        let node = Node {
+            name: name.into(),
+            kernel: kernel.into(),
+            os_image: None,
+            runtime_name: Some("containerd".into()),
+            runtime_version: Some(runtime.into()),
+        };
+        serde_json::from_value(serde_json::json!({
+            "run_id": format!("run-{name}"),
+            "node": node,
+            "cases": cases,
+            "duration": 1.0,
+        }))
+        .unwrap()
+    }
+
+    fn merge(reports: Vec<RunReport>) -> Merged {
         Merged::new(
             reports
                 .into_iter()
@@ -390,7 +410,7 @@ mod tests {
         )
     }
 
-    use Outcome::{Failed as F, Passed as P, Skipped as S};
+    use Verdict::{Failed as F, Passed as P, Skipped as S};
 
     #[test]
     fn nodes_are_grouped_by_runtime_and_kernel_and_sorted_within() {
@@ -432,7 +452,7 @@ mod tests {
     #[case::disjoint(vec![vec![("x", P)], vec![("z", S)]], [1, 0, 1], 2)]
     #[case::no_cases(vec![vec![], vec![]], [0, 0, 0], 0)]
     fn the_cases_are_the_union_and_each_cell_keeps_its_outcome(
-        #[case] runs: Vec<Vec<(&str, Outcome)>>,
+        #[case] runs: Vec<Vec<(&str, Verdict)>>,
         #[case] counts: [usize; 3],
         #[case] union: usize,
     ) {
@@ -461,7 +481,7 @@ mod tests {
         #[case] names: &[&str],
         #[case] expected: &[&str],
     ) {
-        let reports: Vec<(PathBuf, NodeReport)> = names
+        let reports: Vec<(PathBuf, RunReport)> = names
             .iter()
             .enumerate()
             .map(|(i, n)| (PathBuf::from(format!("{i}.log")), node(n, "v1", "k", &[])))

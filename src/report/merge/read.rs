@@ -2,12 +2,13 @@
 //! log saved to a file, whose last line that parses as a report is the one (`run
 //! --report-line` prints it last). Logs in the CRI format of /var/log/pods are understood too,
 //! split lines joined, because that is what a node keeps when nobody ran `kubectl logs`.
+//! A report parses into the runner's own [`RunReport`]: fields a report lacks take their
+//! defaults, and fields it has that the model does not are ignored, so older and newer
+//! harnesses' reports still merge.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
-use crate::report::node::Node;
+use crate::report::model::RunReport;
 
 /// An input that gave no report.
 #[derive(Debug, thiserror::Error)]
@@ -39,88 +40,6 @@ impl ReadError {
             ReadError::Io { path, .. } | ReadError::NoReport { path, .. } => path,
         }
     }
-}
-
-/// One node's report as `run` writes it: the parts a merge needs, the rest ignored so older
-/// and newer harnesses' reports still merge.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct NodeReport {
-    /// The run's id.
-    pub run_id: String,
-    /// The node's facts.
-    pub node: Node,
-    /// Every case of the run.
-    pub cases: Vec<CaseResult>,
-    /// Unusable suite files and problems of the run as a whole.
-    #[serde(default)]
-    pub errors: Vec<String>,
-    /// Why the run stopped early, if it did.
-    #[serde(default)]
-    pub aborted: Option<String>,
-    /// It was interrupted by a signal (an evicted pod).
-    #[serde(default)]
-    pub interrupted: bool,
-    /// Wall time in seconds.
-    #[serde(default)]
-    pub duration: f64,
-}
-
-/// One case's result in a report.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CaseResult {
-    /// Suite name.
-    pub suite: String,
-    /// Case name.
-    pub case: String,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// Why it failed or was skipped.
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// The kind of skip.
-    #[serde(default)]
-    pub skip: Option<String>,
-    /// Wall time in seconds.
-    #[serde(default)]
-    pub duration: f64,
-    /// The case's snapshot, if it got that far.
-    #[serde(default)]
-    pub snapshot: Option<SnapshotResult>,
-}
-
-/// How a case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// It passed.
-    Passed,
-    /// It failed: a `must` clause broken.
-    Failed,
-    /// Only `should` clauses broken.
-    Warning,
-    /// It did not run.
-    Skipped,
-    /// Its setup or the harness failed: no verdict on the runtime.
-    Error,
-    /// It failed as a listed finding says.
-    Known,
-}
-
-impl Outcome {
-    /// True when the case fails its node's run (failed or error).
-    pub fn fails(self) -> bool {
-        matches!(self, Outcome::Failed | Outcome::Error)
-    }
-}
-
-/// A case's snapshot comparison.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SnapshotResult {
-    /// `unchanged`, `changed`, `written`, ...
-    pub status: String,
-    /// The diff, stored to new, when it changed or was updated.
-    #[serde(default)]
-    pub diff: Option<String>,
 }
 
 /// Every `*.json` and `*.log` file under the given inputs, directories read recursively; a
@@ -183,7 +102,7 @@ fn has_extension(path: &Path, wanted: &[&str]) -> bool {
 }
 
 /// Reads the report in one file.
-pub fn read(path: &Path) -> Result<NodeReport, ReadError> {
+pub fn read(path: &Path) -> Result<RunReport, ReadError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
         path: path.to_owned(),
         source,
@@ -197,10 +116,10 @@ pub fn read(path: &Path) -> Result<NodeReport, ReadError> {
 /// The report in a file's text: the whole text as one document, else its last line (plain or
 /// in the CRI log format) that parses as a report. The error is the whole text's, when it
 /// looked like one document.
-pub fn parse(text: &str) -> Result<NodeReport, Option<serde_json::Error>> {
+pub fn parse(text: &str) -> Result<RunReport, Option<serde_json::Error>> {
     let mut whole_error = None;
     if text.trim_start().starts_with('{') {
-        match serde_json::from_str::<NodeReport>(text) {
+        match serde_json::from_str::<RunReport>(text) {
             Ok(report) => return Ok(report),
             // One line: it is the only candidate, and its error says why.
             Err(err) if !text.trim().contains('\n') => return Err(Some(err)),
@@ -211,7 +130,7 @@ pub fn parse(text: &str) -> Result<NodeReport, Option<serde_json::Error>> {
         .iter()
         .rev()
         .filter(|line| line.trim_start().starts_with('{'))
-        .find_map(|line| serde_json::from_str::<NodeReport>(line).ok())
+        .find_map(|line| serde_json::from_str::<RunReport>(line).ok())
         .ok_or(whole_error)
 }
 
@@ -297,8 +216,10 @@ mod tests {
     fn the_report_is_found_in_files_and_logs(#[case] text: String) {
         let report = parse(&text).unwrap();
         assert_eq!(report.node.name, "n1");
-        assert_eq!(report.cases[0].outcome, Outcome::Failed);
-        assert_eq!(report.cases[0].reason.as_deref(), Some("boom"));
+        assert_eq!(
+            report.cases[0].outcome,
+            crate::report::model::CaseOutcome::Failed("boom".into())
+        );
     }
 
     #[test]
