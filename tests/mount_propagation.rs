@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use cri_harness::runner::host;
+use cri_harness::host::mounts as host;
 use rustix::mount::{mount, mount_bind, mount_change, MountFlags, MountPropagationFlags};
 use rustix::process::{kill_process, Pid, Signal};
 use support::harness;

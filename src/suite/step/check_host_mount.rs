@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::create_container::is_inner_path;
 use super::{is_default, Kind, Scope, StepDef};
-use crate::runner::host;
+use crate::host::mounts as host;
 use crate::world::{mismatch, StepError, World};
 
 /// `check_host_mount`.
