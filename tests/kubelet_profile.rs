@@ -154,7 +154,8 @@ async fn a_stop_container_answered_not_found_during_kill(
     }
 }
 
-/// The same rule for the sandbox (spec R4.5): a StopPodSandbox answered NotFound is a stopped
+/// The same rule for the sandbox (kubelet rules: #stopping-the-sandboxes): a StopPodSandbox
+/// answered NotFound is a stopped
 /// sandbox to today's kubelet and a failed KillPodSandbox step to the seed.
 #[rstest]
 #[case::seed_records_the_failure(Seed, Some(KILL_POD_SANDBOX_ERROR))]

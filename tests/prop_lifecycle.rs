@@ -1,5 +1,6 @@
 //! Properties of `compute_pod_actions` over generated pods and runtime states, each checked
-//! against a small reference model written here from the spec (§6 R6.1/R6.2), not from the code
+//! against a small reference model written here from the kubelet rules (#has-the-sandbox-changed,
+//! #what-a-sync-does), not from the code
 //! under test, and a model runtime that applies the actions so that repeated syncs can be seen to
 //! converge. The last tests feed each checker a wrong answer, so a green run means something.
 
@@ -360,7 +361,8 @@ fn tidy_up(shape: &PodShape, sandboxes: &mut [SandboxShape]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The reference model (spec R6.1 and the parts of R6.2 the properties need)
+// The reference model (kubelet rules: #has-the-sandbox-changed and the parts of #what-a-sync-does
+// the properties need)
 
 /// Whether the pod's sandboxes are fine to keep: exactly one READY sandbox and it is the newest,
 /// in the pod's network mode (an absent mode is POD), with an IP unless on the host network or
@@ -571,7 +573,7 @@ fn check_never_restarts_nothing(pod: &k8s::Pod, status: &PodStatus, actions: &Po
 }
 
 /// A pod being deleted starts no regular container in a fine sandbox, except to replace a running
-/// one that is killed with it (a changed spec or a failed probe). R6.2 applies the deletion only in
+/// one that is killed with it (a changed spec or a failed probe). The rule applies the deletion only in
 /// `ShouldContainerBeRestarted`, which judges containers that do not run: the replacement of a
 /// running one, a new sandbox's first containers and the init containers go on as usual, because
 /// the kubelet stops calling SyncPod for a terminating pod rather than deciding differently.
@@ -687,7 +689,8 @@ fn check_no_actions(status: &PodStatus, actions: &PodActions) -> Check {
 // ---------------------------------------------------------------------------------------------
 // The model runtime
 
-/// Applies one sync's actions as SyncPod would (spec R6.4) to a runtime that obeys at once: the
+/// Applies one sync's actions as SyncPod would (kubelet rules: #the-order-of-a-sync) to a runtime
+/// that obeys at once: the
 /// pod kill stops running containers and every sandbox (and a new sandbox purges the init
 /// containers), single kills stop their instance, a new sandbox comes up READY in the pod's mode
 /// with an IP, and every start adds a running instance of the spec, newest first. Then time

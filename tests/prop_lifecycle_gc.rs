@@ -1,4 +1,5 @@
-//! Properties of `garbage_collect` (spec §7) over generated runtime states on the in-process
+//! Properties of `garbage_collect` (kubelet rules: #garbagecollect) over generated runtime states
+//! on the in-process
 //! mock: sandboxes and containers of several pods, seeded with their states and creation times
 //! through the mock's control service, a policy, and a pod-state oracle. What remains is read
 //! back over CRI and checked against a reference written here from the spec, not from the code
@@ -268,7 +269,8 @@ fn fail(message: String) -> Result<(), TestCaseError> {
     Err(TestCaseError::fail(message))
 }
 
-/// Checks what is left of `rows` after a collection under `world` against §7.
+/// Checks what is left of `rows` after a collection under `world` against the garbage collection
+/// rules (kubelet rules: #garbagecollect).
 fn check(world: &World, rows: &Rows, left: &Left) -> Result<(), TestCaseError> {
     let kept = |c: &ContainerRow| left.containers.contains(&c.id);
 
@@ -383,7 +385,7 @@ fn check(world: &World, rows: &Rows, left: &Left) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// How many evictable containers the limits leave, by §7's order: gone pods' units emptied
+/// How many evictable containers the limits leave, by the garbage collection's order: gone pods' units emptied
 /// (when all sources are ready), each unit trimmed to MaxPerPodContainer, then, while over
 /// MaxContainers, every unit trimmed to max(MaxContainers / units, 1) and the oldest overall
 /// removed down to MaxContainers.

@@ -22,7 +22,8 @@ impl KubeGenericRuntimeManager {
     /// the host-network choice are read back from the runtime. Never fails as a whole: each
     /// step's outcome is in the result. Ports `KillPod`/`killPodWithSyncResult`
     /// (kuberuntime_manager.go, 2016). Under [`KubeletProfile::Current`] a StopContainer or
-    /// StopPodSandbox answered NotFound is a success, as in today's kubelet (spec R4.3, R4.5).
+    /// StopPodSandbox answered NotFound is a success, as in today's kubelet (kubelet rules:
+    /// #killing-the-containers, #stopping-the-sandboxes).
     pub async fn kill_pod(
         &self,
         pod: Option<&PodSpec>,
@@ -70,7 +71,8 @@ impl KubeGenericRuntimeManager {
             None => match self.client.pod_sandbox_status(&sandbox.id.id).await {
                 Ok(answer) => is_host_network(answer.status.as_ref()),
                 Err(err) => {
-                    // Seed kept (spec hazard 3): without the sandbox's status it gives up before
+                    // Seed kept (kubelet rules: #upstream-hazards-the-port-decides, item 3):
+                    // without the sandbox's status it gives up before
                     // stopping any sandbox; the failure is the sync error.
                     result.sync_error = Some(err.to_string());
                     return result;
@@ -79,7 +81,7 @@ impl KubeGenericRuntimeManager {
         };
         if !host_network {
             // Target is the running pod's UID: the seed read it from the spec, which crashed
-            // when there was none (spec hazard 1).
+            // when there was none (kubelet rules: #upstream-hazards-the-port-decides, item 1).
             let mut step = SyncResult::new(SyncAction::TeardownNetwork, running_pod.id.clone());
             let plugin = &self.network;
             if let Err(err) = plugin
@@ -143,7 +145,8 @@ impl KubeGenericRuntimeManager {
                         pod: format!("{}_{}({})", spec.name, spec.namespace, spec.uid),
                     });
                 }
-                // The late seed dereferenced a missing container spec (spec hazard 2); under
+                // The late seed dereferenced a missing container spec (kubelet rules:
+                // #upstream-hazards-the-port-decides, item 2); under
                 // the seed's rules a missing one only means no hooks, and the harness runs no
                 // hook handlers anyway.
                 (
@@ -173,7 +176,8 @@ impl KubeGenericRuntimeManager {
 
 /// The StopContainer timeout: the deletion grace period if set, else the termination grace
 /// period, else the minimum; raised to the minimum; then an override replaces it outright. The
-/// override comes after the clamp as in the seed (spec hazard 4: today's kubelet clamps last, so
+/// override comes after the clamp as in the seed (kubelet rules:
+/// #upstream-hazards-the-port-decides, item 4: today's kubelet clamps last, so
 /// an override of 0 gives 2 there and 0 here).
 pub(crate) fn grace_period_seconds(
     deletion: Option<i64>,

@@ -1,5 +1,6 @@
 //! Reading back the labels and annotations the kubelet writes on sandboxes and containers
-//! (spec §9): missing or unparsable values fall back the way the kubelet's readers do.
+//! (kubelet rules: #labels-and-annotations): missing or unparsable values fall back the way the
+//! kubelet's readers do.
 
 use std::collections::BTreeMap;
 

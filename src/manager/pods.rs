@@ -15,7 +15,8 @@ impl KubeGenericRuntimeManager {
     /// containers. Under the seed's rules only objects carrying `io.kubernetes.managed=true`
     /// count; today's kubelet takes every object listed. Under [`KubeletProfile::Current`] each
     /// pod carries its sandbox's `created_at` and the
-    /// pods come newest first, as in today's kubelet (spec R2.2, R2.3). Ports `GetPods`
+    /// pods come newest first, as in today's kubelet (kubelet rules: #grouping-into-pods,
+    /// #the-order-of-pods). Ports `GetPods`
     /// (kuberuntime_manager.go, 2016).
     pub async fn get_pods(&self, all: bool) -> Result<Vec<Pod>, ManagerError> {
         let sandbox_filter = (!all).then(|| v1::PodSandboxFilter {
@@ -54,7 +55,8 @@ impl KubeGenericRuntimeManager {
 }
 
 /// Groups listed sandboxes and containers into pods. The seed grouped through a map, so its order
-/// was unspecified (spec hazard 5); here it is deterministic: pods in order of first appearance
+/// was unspecified (kubelet rules: #upstream-hazards-the-port-decides, item 5); here it is
+/// deterministic: pods in order of first appearance
 /// (sandboxes, then containers), and within a pod sandboxes and containers in list order.
 /// Today's kubelet then gives each pod the `created_at` of its last converted sandbox in list
 /// order and sorts the pods newest first, stably, so pods built from containers alone (0) come

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The kubelet whose rules the manager follows. Exactly three rules differ (spec §4, §3, §2):
+/// The kubelet whose rules the manager follows. Where the seed and today's kubelet differ
+/// (the book's kubelet profiles page lists every rule; kubelet rules: #killpod, #getpodstatus,
+/// #getpods), among others:
 /// - kill: a StopContainer or StopPodSandbox answered NotFound is already stopped, so success
 ///   ([`Current`](Self::Current)) or a failed step ([`Seed`](Self::Seed));
 /// - pod status: a ContainerStatus answered NotFound skips that container, or fails the call;

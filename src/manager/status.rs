@@ -16,7 +16,8 @@ impl KubeGenericRuntimeManager {
     /// The status of pod `uid`: every sandbox with its label (newest first, any state), the pod
     /// IP, and the statuses of the containers of those sandboxes. Any CRI error fails the whole
     /// call (the seed's rule), except that under [`KubeletProfile::Current`] a container whose
-    /// ContainerStatus answers NotFound is left out, as today's kubelet does (spec R3.4). Ports
+    /// ContainerStatus answers NotFound is left out, as today's kubelet does (kubelet rules:
+    /// #container-statuses). Ports
     /// `GetPodStatus` (kuberuntime_manager.go, 2016).
     pub async fn get_pod_status(
         &self,
@@ -59,7 +60,8 @@ impl KubeGenericRuntimeManager {
         })
     }
 
-    /// Statuses of one sandbox's containers, newest first. Seed rule kept (spec hazard 6):
+    /// Statuses of one sandbox's containers, newest first. Seed rule kept (kubelet rules:
+    /// #upstream-hazards-the-port-decides, item 6):
     /// containers whose sandbox was removed are not found this way; today's kubelet lists by
     /// pod-uid label and would report them. Ports `getKubeletContainerStatuses`
     /// (kuberuntime_container.go, 2016).
@@ -132,7 +134,8 @@ pub(crate) fn pod_ip(newest_first: &[v1::PodSandboxStatus]) -> String {
 }
 
 /// The manager's view of a CRI container status. Timestamps stay in nanoseconds as CRI v1 says
-/// (the seed's v1alpha1 fake wrote seconds: spec hazard 8). The termination-message file is not
+/// (the seed's v1alpha1 fake wrote seconds: kubelet rules: #upstream-hazards-the-port-decides, item
+/// 8). The termination-message file is not
 /// read: the harness does not run on the runtime's host. Ports `getKubeletContainerStatuses`'s
 /// conversion (kuberuntime_container.go, 2016).
 pub(crate) fn to_container_status(

@@ -118,7 +118,8 @@ pub struct SandboxSeen {
     /// Its IP, redacted (`<ip:s0>`); `None` without one.
     pub ip: Option<String>,
     /// The network namespace mode its status echoes; `None` when the status has no namespace
-    /// options, which makes the modern kubelet recreate the sandbox (spec R6.1).
+    /// options, which makes the modern kubelet recreate the sandbox (kubelet rules:
+    /// #has-the-sandbox-changed).
     pub network: Option<String>,
     /// Its metadata attempt.
     pub attempt: u32,

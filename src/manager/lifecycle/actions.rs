@@ -1,4 +1,5 @@
-//! The decision half of SyncPod (spec R6.2): from the pod, its status as the runtime reports it and
+//! The decision half of SyncPod (kubelet rules: #what-a-sync-does): from the pod, its status as the
+//! runtime reports it and
 //! the prober's answers, what one sync must do. Pure: it calls no runtime and reads no clock, so
 //! the same inputs always give the same [`PodActions`].
 //!

@@ -1,4 +1,5 @@
-//! The sandbox-changed decision (spec R6.1): does the pod need a new sandbox, with which attempt
+//! The sandbox-changed decision (kubelet rules: #has-the-sandbox-changed): does the pod need a new
+//! sandbox, with which attempt
 //! number, and which sandbox is the current one. It reads the pod's sandboxes from its status,
 //! newest first, and calls nothing.
 

@@ -1,4 +1,5 @@
-//! `GarbageCollect` ported from today's kubelet (`kuberuntime_gc.go`, spec §7): exited containers
+//! `GarbageCollect` ported from today's kubelet (`kuberuntime_gc.go`, kubelet rules:
+//! #garbagecollect): exited containers
 //! by age and count per (pod UID, container name), sandboxes nothing needs any more, and the log
 //! directories of deleted pods. The 2016 seed answered "not implemented"; there was nothing to be
 //! faithful to, so this follows today's kubelet.
