@@ -124,3 +124,81 @@ fn merge_of_nothing_fails_and_says_so() {
     assert_eq!(merge.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&merge.stderr).contains("no report found"));
 }
+
+/// Runs the mock on one suite into `dir/<lane>/results.json`.
+fn night(dir: &std::path::Path, lane: &str) {
+    let output = harness()
+        .args(["run", "--mock", "--focus", "^latest-sandbox-ip/"])
+        .arg("--snapshot-dir")
+        .arg(root().join("snapshots"))
+        .arg("--report-dir")
+        .arg(dir.join(lane))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+/// Rewrites the first passed case of a report as failed, and returns its `suite/case`.
+fn break_first_pass(results: &std::path::Path) -> String {
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+    let case = report["cases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["outcome"] == "passed")
+        .unwrap();
+    case["outcome"] = "failed".into();
+    case["reason"] = "the pod IP was wrong".into();
+    let name = format!(
+        "{}/{}",
+        case["suite"].as_str().unwrap(),
+        case["case"].as_str().unwrap()
+    );
+    std::fs::write(results, report.to_string()).unwrap();
+    name
+}
+
+#[test]
+fn report_diff_gates_on_a_new_failure_and_names_the_fix_the_other_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old"), dir.path().join("new"));
+    night(&old, "mock");
+    night(&new, "mock");
+    // Not a report: passed over inside a directory.
+    std::fs::write(new.join("bench.json"), "{\"iterations\": 10}").unwrap();
+    let broken = break_first_pass(&new.join("mock/results.json"));
+
+    let diff = |a: &std::path::Path, b: &std::path::Path, json: &std::path::Path| {
+        let output = harness()
+            .args(["report", "diff"])
+            .args([a, b])
+            .arg("--json")
+            .arg(json)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        (output.status.code(), stdout, json)
+    };
+
+    let (code, stdout, json) = diff(&old, &new, &dir.path().join("forward.json"));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "new failures (1):\n  mock: {broken} (passed -> failed): the pod IP was wrong\n"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(json["new_failures"][0]["key"]["case"], broken.as_str());
+    assert_eq!(json["new_failures"][0]["key"]["lane"], "mock");
+
+    let (code, stdout, json) = diff(&new, &old, &dir.path().join("back.json"));
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(stdout, format!("fixed (1):\n  mock: {broken} (failed -> passed)\n"));
+    assert_eq!(json["fixes"].as_array().unwrap().len(), 1);
+
+    let (code, stdout, _) = diff(&old, &old, &dir.path().join("same.json"));
+    assert_eq!((code, stdout.as_str()), (Some(0), "no change\n"));
+}

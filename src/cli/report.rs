@@ -1,3 +1,4 @@
+//! `cri-harness report diff`: what changed between two nights, gating on new failures.
 //! `cri-harness report merge`: merges the reports of many nodes (JSON files, or pods' logs
 //! saved to files) into one JUnit, JSON and HTML report, saying which inputs held none and
 //! which node names came twice.
@@ -7,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::report::merge;
 use crate::report::model::Verdict;
+use crate::report::{diff, merge};
 
 /// Arguments of `cri-harness report`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +23,24 @@ enum Command {
     /// Merge nodes' reports (JSON files or saved pod logs; directories read recursively for
     /// *.json and *.log) into junit.xml, merged.json and index.html.
     Merge(MergeArgs),
+    /// What changed between two nights (report files or directories of them): new failures,
+    /// fixes, changed verdicts, added and removed cases, known findings that came or went.
+    /// Exits 1 when a case fails that did not.
+    Diff(DiffArgs),
+}
+
+/// Arguments of `cri-harness report diff`.
+#[derive(Debug, clap::Args)]
+struct DiffArgs {
+    /// The earlier night: a report file or a directory of them (one lane per report)
+    #[arg(value_name = "OLD")]
+    old: PathBuf,
+    /// The later night, laid out like OLD
+    #[arg(value_name = "NEW")]
+    new: PathBuf,
+    /// Also write the diff as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `cri-harness report merge`.
@@ -45,7 +64,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .await
                 .context("the merge stopped")?
         }
+        Command::Diff(args) => diff_reports(&args),
     }
+}
+
+fn diff_reports(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let old = diff::read_side(&args.old).context("reading the old side")?;
+    let new = diff::read_side(&args.new).context("reading the new side")?;
+    let changes = diff::Diff::new(&old, &new);
+    print!("{}", changes.text());
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&changes)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(if changes.has_new_failures() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {

@@ -10,6 +10,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use self::model::{CaseOutcome, CaseReport, RunReport, SnapshotStatus};
 
+pub mod diff;
 pub mod merge;
 pub mod model;
 pub mod node;
