@@ -196,9 +196,40 @@ fn report_diff_gates_on_a_new_failure_and_names_the_fix_the_other_way() {
 
     let (code, stdout, json) = diff(&new, &old, &dir.path().join("back.json"));
     assert_eq!(code, Some(0), "{stdout}");
-    assert_eq!(stdout, format!("fixed (1):\n  mock: {broken} (failed -> passed)\n"));
+    assert_eq!(
+        stdout,
+        format!("fixed (1):\n  mock: {broken} (failed -> passed)\n")
+    );
     assert_eq!(json["fixes"].as_array().unwrap().len(), 1);
 
     let (code, stdout, _) = diff(&old, &old, &dir.path().join("same.json"));
     assert_eq!((code, stdout.as_str()), (Some(0), "no change\n"));
+
+    // The merged page of the new night, with last night as its baseline, shows the same.
+    let out = dir.path().join("merged");
+    let output = harness()
+        .args(["report", "merge"])
+        .arg(new.join("mock"))
+        .arg("--baseline")
+        .arg(&old)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    // A merge gates on unreadable inputs, not on failures: `report diff` is the gate.
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let data = page
+        .split("<script type=\"application/json\" id=\"data\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</script>").next())
+        .unwrap();
+    let data: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(
+        data["changes"],
+        serde_json::json!([[
+            "new failures",
+            [format!("mock: {broken} (passed -> failed): the pod IP was wrong")]
+        ]])
+    );
 }

@@ -52,6 +52,10 @@ struct MergeArgs {
     /// Directory to write junit.xml, merged.json and index.html into
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// An earlier night's reports (a file or directory, laid out like the inputs): the page
+    /// gets a section of what changed since (as `report diff` prints it)
+    #[arg(long, value_name = "FILE|DIR")]
+    baseline: Option<PathBuf>,
 }
 
 /// Runs `cri-harness report`. Exits 1 when an input held no report or none was found (a node
@@ -85,7 +89,12 @@ fn diff_reports(args: &DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = merge::read_all(&args.inputs);
+    let mut merged = merge::read_all(&args.inputs);
+    if let Some(baseline) = &args.baseline {
+        let old = diff::read_side(baseline).context("reading the baseline")?;
+        let new = diff::read_sides(&args.inputs).context("reading the inputs as a side")?;
+        merged.changes = Some(diff::Diff::new(&old, &new));
+    }
     for (_, why) in &merged.unread {
         eprintln!("warning: {why}");
     }

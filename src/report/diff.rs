@@ -44,6 +44,15 @@ pub struct Seen {
     pub finding: Option<String>,
 }
 
+/// Reads a side from several inputs, as `report merge` takes them: the union of their lanes.
+pub fn read_sides(inputs: &[PathBuf]) -> Result<Side, ReadError> {
+    let mut side = Side::new();
+    for input in inputs {
+        side.extend(read_side(input)?);
+    }
+    Ok(side)
+}
+
 /// Every case of one side, by key.
 pub type Side = BTreeMap<CaseKey, Seen>;
 
@@ -166,10 +175,9 @@ impl Diff {
         !self.new_failures.is_empty()
     }
 
-    /// The diff as text, one section per kind of change, empty sections left out.
-    pub fn text(&self) -> String {
-        use std::fmt::Write as _;
-        let mut out = String::new();
+    /// The diff's sections, titled, one line per case, empty sections left out: what the text
+    /// and the merged page show.
+    pub fn sections(&self) -> Vec<(&'static str, Vec<String>)> {
         let change = |c: &Change| {
             let old = c.old.as_ref().map_or("absent", |o| verdict_name(o.verdict));
             let why = c
@@ -178,36 +186,42 @@ impl Diff {
                 .as_deref()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            format!(
-                "  {} ({old} -> {}){why}\n",
-                c.key,
-                verdict_name(c.new.verdict)
-            )
+            format!("{} ({old} -> {}){why}", c.key, verdict_name(c.new.verdict))
         };
-        let mut section = |title: &str, lines: Vec<String>| {
-            if !lines.is_empty() {
-                let _ = writeln!(out, "{title} ({}):", lines.len());
-                lines.iter().for_each(|line| out.push_str(line));
+        let only = |o: &Only| format!("{} ({})", o.key, verdict_name(o.seen.verdict));
+        let finding = |f: &FindingChange| format!("{}: {}", f.key, f.finding);
+        [
+            (
+                "new failures",
+                self.new_failures.iter().map(change).collect(),
+            ),
+            ("fixed", self.fixes.iter().map(change).collect()),
+            ("changed verdict", self.changed.iter().map(change).collect()),
+            ("added", self.added.iter().map(only).collect()),
+            ("removed", self.removed.iter().map(only).collect()),
+            (
+                "new known findings",
+                self.new_known.iter().map(finding).collect(),
+            ),
+            (
+                "known findings gone or maybe fixed",
+                self.fixed_known.iter().map(finding).collect(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, lines): &(&str, Vec<String>)| !lines.is_empty())
+        .collect()
+    }
+
+    /// The diff as text: each section's title and count, then its lines indented.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for (title, lines) in self.sections() {
+            out.push_str(&format!("{title} ({}):\n", lines.len()));
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
             }
-        };
-        section(
-            "new failures",
-            self.new_failures.iter().map(change).collect(),
-        );
-        section("fixed", self.fixes.iter().map(change).collect());
-        section("changed verdict", self.changed.iter().map(change).collect());
-        let only = |o: &Only| format!("  {} ({})\n", o.key, verdict_name(o.seen.verdict));
-        section("added", self.added.iter().map(only).collect());
-        section("removed", self.removed.iter().map(only).collect());
-        let finding = |f: &FindingChange| format!("  {}: {}\n", f.key, f.finding);
-        section(
-            "new known findings",
-            self.new_known.iter().map(finding).collect(),
-        );
-        section(
-            "known findings gone or maybe fixed",
-            self.fixed_known.iter().map(finding).collect(),
-        );
+        }
         if out.is_empty() {
             out.push_str("no change\n");
         }
@@ -248,7 +262,7 @@ fn side_of(lane: &str, report: &RunReport, side: &mut Side) {
 }
 
 /// Reads one side: a report file (its lane is empty) or a directory, every report under it a
-/// lane named by its path there. Files under a directory that hold no report (a bench's JSON)
+/// lane named by its path there (see [`lane`]). Files under a directory that hold no report (a bench's JSON)
 /// are passed over; a file named directly must hold one.
 pub fn read_side(input: &Path) -> Result<Side, ReadError> {
     let mut side = Side::new();
@@ -276,7 +290,9 @@ pub fn read_side(input: &Path) -> Result<Side, ReadError> {
     Ok(side)
 }
 
-/// A report's lane: its path under the directory, without a trailing `results.json`.
+/// A report's lane: its path under the directory, without a trailing `results.json`; for the
+/// report at the directory's root, the directory's name, so `reports/containerd` given alone
+/// and `reports` holding `containerd/results.json` name the same lane.
 fn lane(dir: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(dir).unwrap_or(file);
     let relative = if relative.file_name().is_some_and(|n| n == "results.json") {
@@ -284,6 +300,13 @@ fn lane(dir: &Path, file: &Path) -> String {
     } else {
         relative.to_path_buf()
     };
+    if relative.as_os_str().is_empty() {
+        // A run's own report directory given as the side: the lane is the directory's name.
+        return dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+    }
     relative.display().to_string()
 }
 
@@ -405,5 +428,10 @@ mod tests {
             "containerd"
         );
         assert_eq!(lane(dir, Path::new("/n/reports/node-1.log")), "node-1.log");
+        let own = Path::new("/n/reports/containerd");
+        assert_eq!(
+            lane(own, Path::new("/n/reports/containerd/results.json")),
+            "containerd"
+        );
     }
 }

@@ -22,6 +22,8 @@ struct Data<'a> {
     strings: Vec<&'a str>,
     groups: Vec<GroupData<'a>>,
     nodes: Vec<NodeData<'a>>,
+    /// `[title, lines]` of each section of the changes since the baseline; none without one.
+    changes: Option<Vec<(&'static str, Vec<String>)>>,
 }
 
 #[derive(Serialize)]
@@ -158,6 +160,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
             })
             .collect(),
         nodes,
+        changes: merged.changes.as_ref().map(|diff| diff.sections()),
     };
     let json = serde_json::to_string(&data).map_err(ReportError::Json)?;
     Ok(PAGE.replacen("{{DATA}}", &script_safe(&json), 1))

@@ -143,6 +143,8 @@ pub struct Merged {
     pub duplicates: Vec<Duplicate>,
     /// Inputs that gave no report, with why.
     pub unread: Vec<(PathBuf, String)>,
+    /// What changed since a baseline (`report merge --baseline`), when one was given.
+    pub changes: Option<crate::report::diff::Diff>,
 }
 
 impl Merged {
@@ -212,6 +214,7 @@ impl Merged {
                 .into_iter()
                 .map(|err| (err.path().to_owned(), crate::suite::step::error_chain(&err)))
                 .collect(),
+            changes: None,
         }
     }
 
