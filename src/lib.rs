@@ -4,6 +4,8 @@
 //! [`manager`] (a port of the kubelet's kuberuntime manager) through the CRI client ([`cri`]) to
 //! a runtime: a real one, or the built-in [`mock`]. Results flow back into the [`report`].
 
+#![cfg_attr(not(test), forbid(unsafe_code))]
+
 pub mod bench;
 pub mod cli;
 pub mod contract;

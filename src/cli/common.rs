@@ -150,6 +150,7 @@ pub struct TargetArgs {
     /// CONTAINER_RUNTIME_ENDPOINT or crictl's config is then not used)
     #[arg(long)]
     pub mock: bool,
+    /// The endpoints, when not the mock.
     #[command(flatten)]
     pub endpoint: EndpointArgs,
 }

@@ -112,6 +112,7 @@ pub fn nnp_elf() -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // libc calls under SAFETY comments, in tests only
 mod tests {
     use std::os::fd::OwnedFd;
     use std::os::unix::fs::PermissionsExt;
