@@ -107,6 +107,9 @@ pub struct RunConfig {
     /// The kubelet whose rules the managers follow (`--kubelet`); a case that states another
     /// is skipped.
     pub kubelet: KubeletProfile,
+    /// Kubelet feature gates the managers follow (`--feature-gates`); a case's own override
+    /// them.
+    pub feature_gates: crate::manager::FeatureGates,
     /// Warnings (broken `should` clauses) fail the run too (`--strict`).
     pub strict: bool,
     /// Listed findings (`--known FILE`): a listed failure on a matching runtime is `known`.
@@ -286,6 +289,9 @@ pub struct CaseReport {
     /// It failed because the runtime did not answer.
     #[serde(skip)]
     pub unreachable: bool,
+    /// The feature gates the case set over the run's, if any.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub feature_gates: std::collections::BTreeMap<&'static str, bool>,
 }
 
 /// When a case started, from the run's start, and how much of its time went to CRI calls and
@@ -346,6 +352,9 @@ pub struct RunReport {
     /// The findings file the run applied (`--known`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_findings: Option<String>,
+    /// Every kubelet feature gate the managers followed, with its value, so the run can be
+    /// repeated (a case may override some: see [`CaseReport::feature_gates`]).
+    pub feature_gates: std::collections::BTreeMap<&'static str, bool>,
 }
 
 /// An expectation below `must` that did not hold: recorded, and a warning for `should`.
@@ -472,6 +481,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         node: crate::report::node::Node::read(None),
         strict: config.strict,
         known_findings: config.known.as_ref().map(|k| k.source.clone()),
+        feature_gates: config.feature_gates.effective(),
     };
     let client = match &config.target {
         Target::Mock => {
@@ -617,6 +627,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
             waiting: totals.waiting,
         },
         unreachable,
+        feature_gates: case.feature_gates.explicit(),
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
@@ -742,6 +753,10 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 host_dir: case_dir(&shared.config, number),
                 pulled: Some(shared.pulled.clone()),
                 kubelet: shared.config.kubelet,
+                feature_gates: shared
+                    .config
+                    .feature_gates
+                    .overridden_by(&case.feature_gates),
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }
@@ -818,6 +833,10 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
                 kubelet: shared.config.kubelet,
+                feature_gates: shared
+                    .config
+                    .feature_gates
+                    .overridden_by(&case.feature_gates),
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }

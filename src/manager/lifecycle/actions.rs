@@ -2,10 +2,11 @@
 //! the prober's answers, what one sync must do. Pure: it calls no runtime and reads no clock, so
 //! the same inputs always give the same [`PodActions`].
 //!
-//! It follows today's kubelet with sidecars (`computeInitContainerActions`), not the legacy
-//! `NextInitContainerToStart` path the `LegacySidecarContainers` gate keeps alive, and leaves out
-//! in-place resize (`InPlacePodVerticalScaling`: `ContainersToUpdate`, `UpdatePodResources`, and
-//! the restarts a resize policy asks for), because the harness drives no cgroups. Per-container
+//! It follows today's kubelet with sidecars (`computeInitContainerActions`); under the
+//! `LegacySidecarContainers` gate (off by default since 1.33) a pod without sidecars takes the
+//! legacy `findNextInitContainerToRun` path instead. Under `InPlacePodVerticalScaling` (on by
+//! default) a running container whose resources differ from what the runtime reports is resized
+//! or, where its resize policy says so, restarted (see [`super::resize`]). Per-container
 //! restart rules of regular containers (`restartPolicy`/`restartPolicyRules` on a regular
 //! container, behind the alpha `ContainerRestartRules` gate, off by default) are not read: the
 //! pod's restart policy decides. The kubelet's internal post-stop hook (releasing a stopped
@@ -13,11 +14,12 @@
 
 use super::hash::hash_container;
 use super::pod::{self, RestartPolicy};
+use super::resize::{compute_pod_resize_action, in_place_resize_allowed};
 use super::sandbox_changed::pod_sandbox_changed;
 use super::{
     k8s, ContainerKind, ContainerToKill, KillReason, PodActions, ProbeResults, StartupResult,
 };
-use crate::manager::{ContainerState, ContainerStatus, PodStatus};
+use crate::manager::{ContainerState, ContainerStatus, FeatureGate, FeatureGates, PodStatus};
 
 /// The latest status of the container called `name`: the first match, since the status lists
 /// newest first (the kubelet's `FindContainerStatusByName`). Statuses carry no container kind, so
@@ -43,6 +45,23 @@ pub fn compute_pod_actions(
     status: &PodStatus,
     probes: &ProbeResults,
 ) -> PodActions {
+    compute_pod_actions_with(pod, status, probes, &FeatureGates::default())
+}
+
+/// [`compute_pod_actions`] under the given kubelet feature gates (today's defaults in
+/// [`compute_pod_actions`]).
+pub fn compute_pod_actions_with(
+    pod: &k8s::Pod,
+    status: &PodStatus,
+    probes: &ProbeResults,
+    gates: &FeatureGates,
+) -> PodActions {
+    // The legacy path only ever handles pods without sidecars.
+    let legacy = gates.enabled(FeatureGate::LegacySidecarContainers)
+        && !pod::init_containers(pod)
+            .iter()
+            .any(pod::is_restartable_init_container);
+    let resize = in_place_resize_allowed(pod, gates);
     let (create_sandbox, attempt, sandbox_id) = pod_sandbox_changed(pod, status);
     let mut changes = PodActions {
         kill_pod: create_sandbox,
@@ -70,14 +89,23 @@ pub fn compute_pod_actions(
             })
             .map(|(idx, _)| idx)
             .collect();
-        if to_start.is_empty() && has_any_regular_container_created(pod, status) {
+        let initialized = if legacy {
+            find_next_init_container_to_run(pod, status).done
+        } else {
+            has_any_regular_container_created(pod, status)
+        };
+        if to_start.is_empty() && initialized {
             changes.create_sandbox = false;
             return changes;
         }
         // A new sandbox starts from the initial state: the first init container, or else every
         // container that should run.
         if !pod::init_containers(pod).is_empty() {
-            changes.init_containers_to_start = vec![0];
+            if legacy {
+                changes.next_init_container_to_start = Some(0);
+            } else {
+                changes.init_containers_to_start = vec![0];
+            }
         } else {
             changes.containers_to_start = to_start;
         }
@@ -93,8 +121,35 @@ pub fn compute_pod_actions(
         .map(|(idx, _)| idx)
         .collect();
 
-    let initialized = compute_init_container_actions(pod, status, probes, &mut changes);
-    if changes.kill_pod || !initialized {
+    if legacy {
+        let next = find_next_init_container_to_run(pod, status);
+        if !next.done {
+            if let Some(index) = next.next {
+                let failed = next.failed.is_some();
+                if failed && !policy.restarts_on_failure() {
+                    changes.kill_pod = true;
+                } else {
+                    // A container in an unknown state may still run: stop it first.
+                    if let Some(s) = next.failed.filter(|s| s.state == ContainerState::Unknown) {
+                        changes.containers_to_kill.insert(
+                            s.id.id.clone(),
+                            kill(
+                                s,
+                                ContainerKind::Init,
+                                KillReason::Unknown,
+                                unknown_state_message("Init container", s),
+                            ),
+                        );
+                    }
+                    changes.next_init_container_to_start = Some(index);
+                }
+            }
+            // Initialization failed or is still under way: the regular containers wait.
+            return changes;
+        }
+    } else if !compute_init_container_actions(pod, status, probes, resize, &mut changes)
+        || changes.kill_pod
+    {
         // Initialization failed or is still under way: the regular containers wait.
         return changes;
     }
@@ -143,6 +198,17 @@ pub fn compute_pod_actions(
                 format!("Container {} failed startup probe", container.name),
                 KillReason::StartupProbe,
             )
+        } else if resize
+            && !compute_pod_resize_action(
+                container,
+                ContainerKind::Regular,
+                container_status,
+                &mut changes,
+            )
+        {
+            // The resize policy restarts it; the kill is recorded already.
+            changes.containers_to_start.push(idx);
+            continue;
         } else {
             keep_count += 1;
             continue;
@@ -162,7 +228,9 @@ pub fn compute_pod_actions(
     if keep_count == 0 && changes.containers_to_start.is_empty() {
         changes.kill_pod = true;
         // Sidecars must not keep a finished pod alive.
-        changes.init_containers_to_start.clear();
+        if !legacy {
+            changes.init_containers_to_start.clear();
+        }
     }
     changes
 }
@@ -178,6 +246,7 @@ fn compute_init_container_actions(
     pod: &k8s::Pod,
     status: &PodStatus,
     probes: &ProbeResults,
+    resize: bool,
     changes: &mut PodActions,
 ) -> bool {
     let init_containers = pod::init_containers(pod);
@@ -276,6 +345,16 @@ fn compute_init_container_actions(
                         ),
                     );
                     to_start.push(i);
+                } else if resize
+                    && !compute_pod_resize_action(
+                        container,
+                        ContainerKind::Init,
+                        container_status,
+                        changes,
+                    )
+                {
+                    // The resize policy restarts the sidecar.
+                    to_start.push(i);
                 }
             }
             // A sidecar is restarted whatever the pod's restart policy.
@@ -323,6 +402,79 @@ fn compute_init_container_actions(
     to_start.reverse();
     changes.init_containers_to_start.extend(to_start);
     pod_has_initialized
+}
+
+/// How far a pod without sidecars got through its init containers, read the legacy way.
+struct NextInit<'a> {
+    /// The last failed init container's status, when one failed (then `next` is that one).
+    failed: Option<&'a ContainerStatus>,
+    /// The init container to start next.
+    next: Option<usize>,
+    /// Every init container has run.
+    done: bool,
+}
+
+/// The legacy reading of init progress (ports `findNextInitContainerToRun`,
+/// kuberuntime_container.go): done once a regular container runs or the last init container
+/// exited; otherwise the last failed one again, nothing while one runs, or the one after the
+/// furthest that exited (the first when none did).
+fn find_next_init_container_to_run<'a>(pod: &k8s::Pod, status: &'a PodStatus) -> NextInit<'a> {
+    let init_containers = pod::init_containers(pod);
+    let done = NextInit {
+        failed: None,
+        next: None,
+        done: true,
+    };
+    if init_containers.is_empty() {
+        return done;
+    }
+    // A running regular container means every init container ran once, even if the runtime
+    // has removed them since.
+    if pod::containers(pod).iter().any(|c| {
+        find_container_status_by_name(status, &c.name)
+            .is_some_and(|s| s.state == ContainerState::Running)
+    }) {
+        return done;
+    }
+    let statuses = || {
+        init_containers
+            .iter()
+            .enumerate()
+            .rev()
+            .filter_map(|(i, c)| find_container_status_by_name(status, &c.name).map(|s| (i, s)))
+    };
+    if let Some((i, failed)) = statuses().find(|(_, s)| is_init_container_failed(s)) {
+        return NextInit {
+            failed: Some(failed),
+            next: Some(i),
+            done: false,
+        };
+    }
+    for (i, s) in statuses() {
+        match s.state {
+            ContainerState::Running => {
+                return NextInit {
+                    failed: None,
+                    next: None,
+                    done: false,
+                }
+            }
+            ContainerState::Exited if i == init_containers.len() - 1 => return done,
+            ContainerState::Exited => {
+                return NextInit {
+                    failed: None,
+                    next: Some(i + 1),
+                    done: false,
+                }
+            }
+            _ => {}
+        }
+    }
+    NextInit {
+        failed: None,
+        next: Some(0),
+        done: false,
+    }
 }
 
 /// Whether the container must be (re)started (ports `ShouldContainerBeRestarted`,

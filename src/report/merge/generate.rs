@@ -105,6 +105,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         environment: None,
                         timing: Default::default(),
                         unreachable: false,
+                        feature_gates: Default::default(),
                     }
                 })
                 .collect();
@@ -127,6 +128,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                 },
                 strict: false,
                 known_findings: None,
+                feature_gates: Default::default(),
             }
         })
         .collect()

@@ -423,6 +423,7 @@ registry! {
     runtime_config::RuntimeConfig,
     container_events::ContainerEvents,
     pod_sandbox_metrics::PodSandboxMetrics,
+    container_resources::ContainerResources,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
