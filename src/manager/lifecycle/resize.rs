@@ -426,6 +426,63 @@ mod tests {
         assert_eq!(runtime_resources(Some(&status)), expected);
     }
 
+    /// Guaranteed resources: equal requests and limits of `cpu` millicores and `mem` MiB.
+    fn guaranteed(cpu: i64, mem: i64) -> ContainerResources {
+        ContainerResources {
+            memory_limit: mem << 20,
+            memory_request: mem << 20,
+            cpu_limit: cpu,
+            cpu_request: cpu,
+        }
+    }
+
+    /// Ports TestUpdatePodContainerResources (kuberuntime_manager_test.go): three containers,
+    /// regular or sidecars, each asked for more CPU and memory; updating one resource sends its
+    /// desired values with the other's current ones, and leaves the other current afterwards.
+    #[rstest]
+    #[case::guaranteed_qos_pod_cpu_and_memory_resize_requested_update_cpu(
+        ResourceName::Cpu,
+        [(150, 100), (250, 200), (350, 300)]
+    )]
+    #[case::guaranteed_qos_pod_cpu_and_memory_resize_requested_update_memory(
+        ResourceName::Memory,
+        [(100, 150), (200, 250), (300, 350)]
+    )]
+    fn updates_match_test_update_pod_container_resources(
+        #[case] resource: ResourceName,
+        #[case] expected: [(i64, i64); 3],
+        #[values(ContainerKind::Regular, ContainerKind::Init)] kind: ContainerKind,
+    ) {
+        let spec = [
+            guaranteed(150, 150),
+            guaranteed(250, 250),
+            guaranteed(350, 350),
+        ];
+        let status = [
+            guaranteed(100, 100),
+            guaranteed(200, 200),
+            guaranteed(300, 300),
+        ];
+        for (i, want) in expected.into_iter().enumerate() {
+            let update = ContainerToUpdate {
+                name: format!("c{i}"),
+                kind,
+                id: format!("id{i}"),
+                desired: spec[i],
+                current: status[i],
+            };
+            let sent = update_request(resource, &update);
+            assert_eq!(sent, guaranteed(want.0, want.1), "request of container {i}");
+            let mut current = update.current;
+            applied(resource, &mut current, &update.desired);
+            assert_eq!(
+                current,
+                guaranteed(want.0, want.1),
+                "current of container {i}"
+            );
+        }
+    }
+
     #[test]
     fn resources_round_trip_through_the_cri_form() {
         let desired = ContainerResources {
