@@ -229,7 +229,9 @@ fn report_diff_gates_on_a_new_failure_and_names_the_fix_the_other_way() {
         data["changes"],
         serde_json::json!([[
             "new failures",
-            [format!("mock: {broken} (passed -> failed): the pod IP was wrong")]
+            [format!(
+                "mock: {broken} (passed -> failed): the pod IP was wrong"
+            )]
         ]])
     );
 }

@@ -70,6 +70,7 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         online: false,
         pulled_record: None,
         kubelet,
+        feature_gates: Default::default(),
         strict: false,
         known: Some(known.clone()),
     };

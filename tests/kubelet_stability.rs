@@ -42,6 +42,7 @@ async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutco
         online: false,
         pulled_record: None,
         kubelet,
+        feature_gates: Default::default(),
         strict: false,
         known: None,
     };

@@ -117,6 +117,10 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
             "conformance-security/a-nil-seccomp-profile-is-unconfined",
         ],
     ),
+    (
+        Defect::UpdatedResourcesNotReported,
+        &["kubelet-gates/a-resized-container-is-updated-in-place"],
+    ),
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and

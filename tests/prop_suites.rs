@@ -54,6 +54,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        feature_gates: Default::default(),
         strict: false,
         known: None,
     };

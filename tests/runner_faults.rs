@@ -66,6 +66,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        feature_gates: Default::default(),
         strict: false,
         known: None,
     }

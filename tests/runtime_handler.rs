@@ -44,6 +44,7 @@ fn config(
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        feature_gates: Default::default(),
         strict: false,
         known: Some(
             cri_harness::contract::known::KnownFindings::read(

@@ -41,6 +41,7 @@ async fn run_once() -> snapshot::SnapshotStatus {
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        feature_gates: Default::default(),
         strict: false,
         known: None,
     };

@@ -57,6 +57,9 @@ struct CommonArgs {
     /// differ (kill and pod status on NotFound)
     #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
     kubelet: KubeletProfile,
+    /// Kubelet feature gates (`NAME=BOOL,...`), as `run --feature-gates`
+    #[arg(long, value_name = "NAME=BOOL,...", default_value = "")]
+    feature_gates: crate::manager::FeatureGates,
 }
 
 #[derive(Debug, clap::Args)]
@@ -175,7 +178,8 @@ async fn open(args: &CommonArgs) -> anyhow::Result<(k8s::Pod, KubeGenericRuntime
     let client = args.endpoints.connect().await?;
     let manager = KubeGenericRuntimeManager::new(client, Arc::new(NoopNetworkPlugin))
         .await?
-        .with_profile(args.kubelet);
+        .with_profile(args.kubelet)
+        .with_feature_gates(args.feature_gates.clone());
     Ok((pod, manager))
 }
 

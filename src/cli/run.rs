@@ -86,6 +86,11 @@ pub struct Args {
     /// skipped
     #[arg(long, value_name = "KUBELET", value_enum, default_value_t = KubeletProfile::Seed)]
     kubelet: KubeletProfile,
+    /// Kubelet feature gates that switch a rule the manager ports, as the kubelet writes them
+    /// (`LegacySidecarContainers=true,InPlacePodVerticalScaling=false`); unset gates take
+    /// today's (v1.34) defaults, and a case's own `feature_gates` override these
+    #[arg(long, value_name = "NAME=BOOL,...", default_value = "", value_parser = boxed_gates)]
+    feature_gates: Box<crate::manager::FeatureGates>,
     /// After the run and its reports, wait for SIGTERM or SIGINT before exiting (with the
     /// run's exit code), so a DaemonSet pod, whose containers are always restarted, runs the
     /// suites once
@@ -163,6 +168,9 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
                 let mut needs: Vec<String> =
                     case.needs.iter().map(|n| n.name().to_owned()).collect();
                 needs.extend(case.kubelet.map(|k| format!("kubelet: {k}")));
+                if !case.feature_gates.is_default() {
+                    needs.push(format!("feature gates: {}", case.feature_gates));
+                }
                 let mark = if needs.is_empty() {
                     String::new()
                 } else {
@@ -221,6 +229,7 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         online: args.online,
         pulled_record,
         kubelet: args.kubelet,
+        feature_gates: *args.feature_gates,
         strict: args.strict,
         known,
     };
@@ -229,6 +238,9 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
     }
     if config.kubelet != KubeletProfile::Seed {
         println!("kubelet rules: {}", config.kubelet);
+    }
+    if !config.feature_gates.is_default() {
+        println!("feature gates: {}", config.feature_gates);
     }
     let (progress, bar) = super::progress::display(selected, ci);
     let mut outcome = runner::run(config, stop, Some(progress)).await;
@@ -271,4 +283,9 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Parses `--feature-gates` boxed: the subcommand enum stays small.
+fn boxed_gates(text: &str) -> Result<Box<crate::manager::FeatureGates>, crate::manager::GateError> {
+    text.parse().map(Box::new)
 }

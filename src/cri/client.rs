@@ -495,6 +495,25 @@ impl CriClient {
         Ok(answer.url)
     }
 
+    /// `RuntimeService/UpdateContainerResources` with the Linux resources given.
+    pub async fn update_container_resources(
+        &self,
+        container_id: &str,
+        linux: Option<v1::LinuxContainerResources>,
+    ) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::UpdateContainerResourcesRequest {
+            container_id: container_id.to_owned(),
+            linux,
+            ..Default::default()
+        };
+        self.call("UpdateContainerResources", request, |r| async move {
+            client.update_container_resources(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
     /// `RuntimeService/ReopenContainerLog`.
     pub async fn reopen_container_log(&self, container_id: &str) -> Result<(), CallError> {
         let mut client = self.runtime.clone();

@@ -66,6 +66,11 @@ impl RequestSummary for v1::RunPodSandboxRequest {
         if !self.runtime_handler.is_empty() {
             let _ = write!(out, " handler={}", self.runtime_handler);
         }
+        // Sysctls show as sent: the kubelet's `/`-to-dot conversion is visible in the record.
+        let sysctls = config.linux.as_ref().map(|l| &l.sysctls);
+        if let Some(sysctls) = sysctls.filter(|s| !s.is_empty()) {
+            let _ = write!(out, " sysctls={}", labels(sysctls));
+        }
         out
     }
 }

@@ -6,6 +6,7 @@
 //! rules a [`KubeletProfile`] of today's kubelet switches.
 
 mod error;
+mod gates;
 mod kill;
 mod labels;
 pub mod lifecycle;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use crate::cri::CriClient;
 
 pub use error::ManagerError;
+pub use gates::{FeatureGate, FeatureGates, GateError};
 pub use kill::MINIMUM_GRACE_PERIOD_SECONDS;
 pub use network::{
     NetworkPlugin, NoopNetworkPlugin, RecordingNetworkPlugin, TeardownCall,
@@ -34,7 +36,8 @@ pub use profile::KubeletProfile;
 pub use sync_result::{
     PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR, CRASH_LOOP_BACK_OFF,
     CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR, CREATE_POD_SANDBOX_ERROR,
-    KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR, RUN_CONTAINER_ERROR, TEARDOWN_NETWORK_ERROR,
+    KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR, RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
+    TEARDOWN_NETWORK_ERROR,
 };
 pub use types::{
     Container, ContainerId, ContainerSpec, ContainerState, ContainerStatus, Pod, PodSpec,
@@ -52,6 +55,7 @@ pub struct KubeGenericRuntimeManager {
     network: Arc<dyn NetworkPlugin>,
     runtime_name: String,
     profile: KubeletProfile,
+    gates: FeatureGates,
 }
 
 impl KubeGenericRuntimeManager {
@@ -81,6 +85,7 @@ impl KubeGenericRuntimeManager {
             network,
             runtime_name: answer.runtime_name,
             profile: KubeletProfile::default(),
+            gates: FeatureGates::default(),
         })
     }
 
@@ -95,6 +100,19 @@ impl KubeGenericRuntimeManager {
     /// The kubelet whose rules it follows.
     pub fn profile(&self) -> KubeletProfile {
         self.profile
+    }
+
+    /// The same manager following `gates` where a kubelet feature gate switches a rule
+    /// (today's defaults unless told).
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
+        self.gates = gates;
+        self
+    }
+
+    /// The feature gates it follows.
+    pub fn feature_gates(&self) -> &FeatureGates {
+        &self.gates
     }
 
     /// The runtime's name from `Version.runtime_name`. Ports `Type` (kuberuntime_manager.go).
@@ -175,6 +193,7 @@ mod tests {
             network: Arc::new(NoopNetworkPlugin),
             runtime_name: "mock".to_owned(),
             profile: KubeletProfile::Seed,
+            gates: FeatureGates::default(),
         }
     }
 

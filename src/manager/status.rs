@@ -156,6 +156,7 @@ pub(crate) fn to_container_status(
         restart_count: labels::restart_count(&status.annotations),
         state,
         created_at: status.created_at,
+        resources: crate::manager::lifecycle::runtime_resources(status.resources.as_ref()),
         ..Default::default()
     };
     // The seed's split: a running container reports when it started, any other its exit.

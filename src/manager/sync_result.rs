@@ -21,6 +21,8 @@ pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
 pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
 /// Error kind of a start held back by the crash-loop back-off.
 pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+/// Error kind of a refused in-place resize (the kubelet's `ErrResizePodInPlace`).
+pub const RESIZE_POD_IN_PLACE_ERROR: &str = "ResizePodInPlaceError";
 
 /// What a step of a pod operation did.
 /// Suites name them in snake case (`kill_container`); `Display` keeps the kubelet's own names.
@@ -53,6 +55,8 @@ pub enum SyncAction {
     CreatePodSandbox,
     /// Generate the sandbox config the containers are created with.
     ConfigPodSandbox,
+    /// Resize running containers in place (`InPlacePodVerticalScaling`).
+    ResizePodInPlace,
 }
 
 impl SyncAction {
@@ -72,6 +76,7 @@ impl std::fmt::Display for SyncAction {
             Self::InitContainer => "InitContainer",
             Self::CreatePodSandbox => "CreatePodSandbox",
             Self::ConfigPodSandbox => "ConfigPodSandbox",
+            Self::ResizePodInPlace => "ResizePodInPlace",
         })
     }
 }

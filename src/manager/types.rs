@@ -154,6 +154,10 @@ pub struct ContainerStatus {
     pub reason: String,
     /// The runtime's message; only set when not running.
     pub message: String,
+    /// The CPU and memory the runtime reports having applied (`ContainerStatus.resources`),
+    /// none when it reports none: what an in-place resize compares the spec with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::manager::lifecycle::RuntimeResources>,
 }
 
 /// A pod's status: its sandboxes newest first, its IP and its containers' statuses.

@@ -58,6 +58,9 @@ pub enum Defect {
     ContainerUserGroupsMissing,
     /// Every seccomp profile is ignored: containers run unconfined.
     SeccompIgnored,
+    /// UpdateContainerResources is accepted, but ContainerStatus.resources keeps reporting
+    /// what the container was created with.
+    UpdatedResourcesNotReported,
 }
 
 impl Defect {
@@ -83,6 +86,7 @@ impl Defect {
         Defect::StrictGroupsMerged,
         Defect::ContainerUserGroupsMissing,
         Defect::SeccompIgnored,
+        Defect::UpdatedResourcesNotReported,
     ];
 }
 

@@ -451,11 +451,8 @@ fn create_container(
     let name = container_name(&metadata, &sandbox_metadata);
     let id = state.mint_container_id();
     state.reserve_container_name(&name, &id)?;
-    let memory_limit = config
-        .linux
-        .as_ref()
-        .and_then(|l| l.resources.as_ref())
-        .map_or(0, |r| r.memory_limit_in_bytes);
+    let resources = config.linux.as_ref().and_then(|l| l.resources.clone());
+    let memory_limit = resources.as_ref().map_or(0, |r| r.memory_limit_in_bytes);
     let log_directory = request
         .sandbox_config
         .map(|c| c.log_directory)
@@ -495,6 +492,11 @@ fn create_container(
         log_path,
         stop_signal: config.stop_signal,
         user: Some(user),
+        // What it was created with, as a runtime reports the resources it applied.
+        resources: resources.map(|linux| v1::ContainerResources {
+            linux: Some(linux),
+            windows: None,
+        }),
         ..Default::default()
     };
     let process = Process {
@@ -684,11 +686,19 @@ fn update_container_resources(
     request: v1::UpdateContainerResourcesRequest,
 ) -> Result<v1::UpdateContainerResourcesResponse, RpcError> {
     let key = inner.state.find_container_tersely(&request.container_id)?;
+    let reported = !MockRuntime::has(inner, Defect::UpdatedResourcesNotReported);
     // containerd updates the spec in any state (a created container starts with the new
-    // limits, an exited one keeps them unused); the mock keeps the memory limit its stats use.
+    // limits, an exited one keeps them unused); the mock keeps the memory limit its stats use
+    // and reports the new resources in ContainerStatus.
     if let Some(resources) = request.linux {
         inner.state.containers.update(key, |c| {
             c.memory_limit = resources.memory_limit_in_bytes;
+            if reported {
+                c.status.resources = Some(v1::ContainerResources {
+                    linux: Some(resources),
+                    windows: None,
+                });
+            }
         });
     }
     Ok(v1::UpdateContainerResourcesResponse {})

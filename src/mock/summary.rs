@@ -23,7 +23,6 @@ macro_rules! summarise {
 }
 
 summarise! {
-    UpdateContainerResourcesRequest => container_id as "id";
     ReopenContainerLogRequest => container_id as "id";
     ExecSyncRequest => container_id as "id";
     ExecRequest => container_id as "id";
@@ -47,6 +46,20 @@ summarise! {
 }
 
 // The streaming lists carry the same filters as their unary twins; summarise them alike.
+/// The id and the Linux resources asked for, so a recorded resize shows what it sent.
+impl RequestSummary for v1::UpdateContainerResourcesRequest {
+    fn summary(&self) -> String {
+        let mut out = format!("id={}", self.container_id);
+        if let Some(l) = &self.linux {
+            out.push_str(&format!(
+                " cpu_shares={} cpu_quota={} cpu_period={} memory_limit={}",
+                l.cpu_shares, l.cpu_quota, l.cpu_period, l.memory_limit_in_bytes
+            ));
+        }
+        out
+    }
+}
+
 impl RequestSummary for v1::StreamPodSandboxesRequest {
     fn summary(&self) -> String {
         v1::ListPodSandboxRequest {

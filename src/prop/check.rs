@@ -452,7 +452,8 @@ pub fn check_kill(
             other @ (SyncAction::StartContainer
             | SyncAction::InitContainer
             | SyncAction::CreatePodSandbox
-            | SyncAction::ConfigPodSandbox) => {
+            | SyncAction::ConfigPodSandbox
+            | SyncAction::ResizePodInPlace) => {
                 return Err(violation(KILL_POD, "step", "a kill step", other.name()));
             }
         };

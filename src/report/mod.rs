@@ -377,6 +377,7 @@ mod tests {
             environment: None,
             timing: Default::default(),
             unreachable: false,
+            feature_gates: Default::default(),
         }
     }
 
@@ -400,6 +401,7 @@ mod tests {
             },
             strict: false,
             known_findings: None,
+            feature_gates: Default::default(),
         }
     }
 

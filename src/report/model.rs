@@ -236,6 +236,9 @@ pub struct CaseReport {
     /// It failed because the runtime did not answer.
     #[serde(skip)]
     pub unreachable: bool,
+    /// The feature gates the case set over the run's, if any.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 /// When a case started, from the run's start, and how much of its time went to CRI calls and
@@ -318,6 +321,10 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(default)]
     pub known_findings: Option<String>,
+    /// Every kubelet feature gate the managers followed, with its value, so the run can be
+    /// repeated (a case may override some: see [`CaseReport::feature_gates`]).
+    #[serde(default)]
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 /// An expectation below `must` that did not hold: recorded, and a warning for `should`.
@@ -493,6 +500,7 @@ mod tests {
                     waiting: Duration::from_millis(1500),
                 },
                 unreachable: false,
+                feature_gates: [("LegacySidecarContainers".to_owned(), true)].into(),
             })
             .collect();
         RunReport {
@@ -514,6 +522,7 @@ mod tests {
             },
             strict: true,
             known_findings: Some("findings/containerd-1.6.yaml".into()),
+            feature_gates: [("InPlacePodVerticalScaling".to_owned(), false)].into(),
         }
     }
 

@@ -109,6 +109,9 @@ pub struct RunConfig {
     /// The kubelet whose rules the managers follow (`--kubelet`); a case that states another
     /// is skipped.
     pub kubelet: KubeletProfile,
+    /// Kubelet feature gates the managers follow (`--feature-gates`); a case's own override
+    /// them.
+    pub feature_gates: crate::manager::FeatureGates,
     /// Warnings (broken `should` clauses) fail the run too (`--strict`).
     pub strict: bool,
     /// Listed findings (`--known FILE`): a listed failure on a matching runtime is `known`.
@@ -211,6 +214,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         node: crate::report::node::Node::read(None),
         strict: config.strict,
         known_findings: config.known.as_ref().map(|k| k.source.clone()),
+        feature_gates: owned(config.feature_gates.effective()),
     };
     let client = match &config.target {
         Target::Mock => {
@@ -356,6 +360,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
             waiting: totals.waiting,
         },
         unreachable,
+        feature_gates: owned(case.feature_gates.explicit()),
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
@@ -481,6 +486,10 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 host_dir: case_dir(&shared.config, number),
                 pulled: Some(shared.pulled.clone()),
                 kubelet: shared.config.kubelet,
+                feature_gates: shared
+                    .config
+                    .feature_gates
+                    .overridden_by(&case.feature_gates),
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }
@@ -557,6 +566,10 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
                 kubelet: shared.config.kubelet,
+                feature_gates: shared
+                    .config
+                    .feature_gates
+                    .overridden_by(&case.feature_gates),
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }
@@ -891,6 +904,16 @@ fn lacked_feature(case: &Case, unimplemented: Option<&'static str>) -> Option<Ne
 
 fn source_text(err: &dyn std::error::Error) -> String {
     err.source().map_or_else(String::new, ToString::to_string)
+}
+
+/// Gate names as the report keeps them.
+fn owned(
+    gates: std::collections::BTreeMap<&'static str, bool>,
+) -> std::collections::BTreeMap<String, bool> {
+    gates
+        .into_iter()
+        .map(|(name, on)| (name.to_owned(), on))
+        .collect()
 }
 
 #[cfg(test)]

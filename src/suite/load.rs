@@ -38,6 +38,8 @@ struct RawCase {
     #[serde(default)]
     kubelet: Option<KubeletProfile>,
     #[serde(default)]
+    feature_gates: crate::manager::FeatureGates,
+    #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
     /// The clause every expectation of the case checks unless its step names its own.
     #[serde(default)]
@@ -279,6 +281,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             tags: raw.tags.iter().chain(&raw_case.tags).cloned().collect(),
             needs: raw_case.needs,
             kubelet: raw_case.kubelet,
+            feature_gates: raw_case.feature_gates,
             pods: raw_case.pods,
             mentioned_pods: BTreeSet::new(),
             clause: raw_case.clause.as_ref().map(|c| c.value.clone()),

@@ -54,6 +54,9 @@ pub struct Case {
     /// differ (`kubelet: seed|current`); a run under the other `--kubelet` skips it. None: it
     /// holds under either.
     pub kubelet: Option<KubeletProfile>,
+    /// Kubelet feature gates the case's manager follows over the run's `--feature-gates`
+    /// (`feature_gates: {LegacySidecarContainers: true}`); unknown names are refused.
+    pub feature_gates: crate::manager::FeatureGates,
     /// Pod identities the case fixes, by pod alias (others are made unique per run).
     pub pods: BTreeMap<String, PodIdentity>,
     /// Every pod alias the case names, fixed or not (not the empty one), found by the loader's

@@ -53,6 +53,8 @@ pub(crate) struct Env {
     pub pulled: Option<Arc<PulledImages>>,
     /// The kubelet whose rules the case's manager follows.
     pub kubelet: KubeletProfile,
+    /// The feature gates the case's manager follows (the run's, then the case's).
+    pub feature_gates: crate::manager::FeatureGates,
 }
 
 /// A case's world.
@@ -85,6 +87,8 @@ pub struct World {
     cgroup_parents: Vec<String>,
     /// The kubelet whose rules the manager follows.
     kubelet: KubeletProfile,
+    /// The feature gates the manager follows.
+    feature_gates: crate::manager::FeatureGates,
     /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
     /// syncs: the back-off, the last manifest), by the step's name; the world does not read it.
     pub(crate) kept: BTreeMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
@@ -143,6 +147,7 @@ impl World {
             host_dir: env.host_dir,
             cgroup_parents: Vec::new(),
             kubelet: env.kubelet,
+            feature_gates: env.feature_gates,
             kept: BTreeMap::new(),
             observations: Vec::new(),
         }
@@ -307,7 +312,11 @@ impl World {
     pub(crate) async fn construct(&mut self) -> Result<KubeGenericRuntimeManager, ManagerError> {
         let result = KubeGenericRuntimeManager::new(self.recorded.clone(), self.plugin.clone())
             .await
-            .map(|manager| manager.with_profile(self.kubelet));
+            .map(|manager| {
+                manager
+                    .with_profile(self.kubelet)
+                    .with_feature_gates(self.feature_gates.clone())
+            });
         if let Ok(manager) = &result {
             self.recorder.redactor.runtime(manager.runtime_type());
             self.manager = Some(manager.clone());

@@ -233,6 +233,7 @@ pub fn run_config(
         online: false,
         pulled_record: None,
         kubelet: Default::default(),
+        feature_gates: Default::default(),
         strict: false,
         known: None,
     }

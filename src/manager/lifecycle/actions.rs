@@ -3,10 +3,11 @@
 //! the prober's answers, what one sync must do. Pure: it calls no runtime and reads no clock, so
 //! the same inputs always give the same [`PodActions`].
 //!
-//! It follows today's kubelet with sidecars (`computeInitContainerActions`), not the legacy
-//! `NextInitContainerToStart` path the `LegacySidecarContainers` gate keeps alive, and leaves out
-//! in-place resize (`InPlacePodVerticalScaling`: `ContainersToUpdate`, `UpdatePodResources`, and
-//! the restarts a resize policy asks for), because the harness drives no cgroups. Per-container
+//! It follows today's kubelet with sidecars (`computeInitContainerActions`); under the
+//! `LegacySidecarContainers` gate (off by default since 1.33) a pod without sidecars takes the
+//! legacy `findNextInitContainerToRun` path instead. Under `InPlacePodVerticalScaling` (on by
+//! default) a running container whose resources differ from what the runtime reports is resized
+//! or, where its resize policy says so, restarted (see [`super::resize`]). Per-container
 //! restart rules of regular containers (`restartPolicy`/`restartPolicyRules` on a regular
 //! container, behind the alpha `ContainerRestartRules` gate, off by default) are not read: the
 //! pod's restart policy decides. The kubelet's internal post-stop hook (releasing a stopped
@@ -14,11 +15,12 @@
 
 use super::hash::hash_container;
 use super::pod::{self, RestartPolicy};
+use super::resize::{compute_pod_resize_action, in_place_resize_allowed};
 use super::sandbox_changed::pod_sandbox_changed;
 use super::{
     k8s, ContainerKind, ContainerToKill, KillReason, PodActions, ProbeResults, StartupResult,
 };
-use crate::manager::{ContainerState, ContainerStatus, PodStatus};
+use crate::manager::{ContainerState, ContainerStatus, FeatureGate, FeatureGates, PodStatus};
 
 /// The latest status of the container called `name`: the first match, since the status lists
 /// newest first (the kubelet's `FindContainerStatusByName`). Statuses carry no container kind, so
@@ -44,6 +46,23 @@ pub fn compute_pod_actions(
     status: &PodStatus,
     probes: &ProbeResults,
 ) -> PodActions {
+    compute_pod_actions_with(pod, status, probes, &FeatureGates::default())
+}
+
+/// [`compute_pod_actions`] under the given kubelet feature gates (today's defaults in
+/// [`compute_pod_actions`]).
+pub fn compute_pod_actions_with(
+    pod: &k8s::Pod,
+    status: &PodStatus,
+    probes: &ProbeResults,
+    gates: &FeatureGates,
+) -> PodActions {
+    // The legacy path only ever handles pods without sidecars.
+    let legacy = gates.enabled(FeatureGate::LegacySidecarContainers)
+        && !pod::init_containers(pod)
+            .iter()
+            .any(pod::is_restartable_init_container);
+    let resize = in_place_resize_allowed(pod, gates);
     let (create_sandbox, attempt, sandbox_id) = pod_sandbox_changed(pod, status);
     let mut changes = PodActions {
         kill_pod: create_sandbox,
@@ -71,14 +90,23 @@ pub fn compute_pod_actions(
             })
             .map(|(idx, _)| idx)
             .collect();
-        if to_start.is_empty() && has_any_regular_container_created(pod, status) {
+        let initialized = if legacy {
+            find_next_init_container_to_run(pod, status).done
+        } else {
+            has_any_regular_container_created(pod, status)
+        };
+        if to_start.is_empty() && initialized {
             changes.create_sandbox = false;
             return changes;
         }
         // A new sandbox starts from the initial state: the first init container, or else every
         // container that should run.
         if !pod::init_containers(pod).is_empty() {
-            changes.init_containers_to_start = vec![0];
+            if legacy {
+                changes.next_init_container_to_start = Some(0);
+            } else {
+                changes.init_containers_to_start = vec![0];
+            }
         } else {
             changes.containers_to_start = to_start;
         }
@@ -94,8 +122,35 @@ pub fn compute_pod_actions(
         .map(|(idx, _)| idx)
         .collect();
 
-    let initialized = compute_init_container_actions(pod, status, probes, &mut changes);
-    if changes.kill_pod || !initialized {
+    if legacy {
+        let next = find_next_init_container_to_run(pod, status);
+        if !next.done {
+            if let Some(index) = next.next {
+                let failed = next.failed.is_some();
+                if failed && !policy.restarts_on_failure() {
+                    changes.kill_pod = true;
+                } else {
+                    // A container in an unknown state may still run: stop it first.
+                    if let Some(s) = next.failed.filter(|s| s.state == ContainerState::Unknown) {
+                        changes.containers_to_kill.insert(
+                            s.id.id.clone(),
+                            kill(
+                                s,
+                                ContainerKind::Init,
+                                KillReason::Unknown,
+                                unknown_state_message("Init container", s),
+                            ),
+                        );
+                    }
+                    changes.next_init_container_to_start = Some(index);
+                }
+            }
+            // Initialization failed or is still under way: the regular containers wait.
+            return changes;
+        }
+    } else if !compute_init_container_actions(pod, status, probes, resize, &mut changes)
+        || changes.kill_pod
+    {
         // Initialization failed or is still under way: the regular containers wait.
         return changes;
     }
@@ -144,6 +199,17 @@ pub fn compute_pod_actions(
                 format!("Container {} failed startup probe", container.name),
                 KillReason::StartupProbe,
             )
+        } else if resize
+            && !compute_pod_resize_action(
+                container,
+                ContainerKind::Regular,
+                container_status,
+                &mut changes,
+            )
+        {
+            // The resize policy restarts it; the kill is recorded already.
+            changes.containers_to_start.push(idx);
+            continue;
         } else {
             keep_count += 1;
             continue;
@@ -163,7 +229,9 @@ pub fn compute_pod_actions(
     if keep_count == 0 && changes.containers_to_start.is_empty() {
         changes.kill_pod = true;
         // Sidecars must not keep a finished pod alive.
-        changes.init_containers_to_start.clear();
+        if !legacy {
+            changes.init_containers_to_start.clear();
+        }
     }
     changes
 }
@@ -179,6 +247,7 @@ fn compute_init_container_actions(
     pod: &k8s::Pod,
     status: &PodStatus,
     probes: &ProbeResults,
+    resize: bool,
     changes: &mut PodActions,
 ) -> bool {
     let init_containers = pod::init_containers(pod);
@@ -277,6 +346,16 @@ fn compute_init_container_actions(
                         ),
                     );
                     to_start.push(i);
+                } else if resize
+                    && !compute_pod_resize_action(
+                        container,
+                        ContainerKind::Init,
+                        container_status,
+                        changes,
+                    )
+                {
+                    // The resize policy restarts the sidecar.
+                    to_start.push(i);
                 }
             }
             // A sidecar is restarted whatever the pod's restart policy.
@@ -324,6 +403,79 @@ fn compute_init_container_actions(
     to_start.reverse();
     changes.init_containers_to_start.extend(to_start);
     pod_has_initialized
+}
+
+/// How far a pod without sidecars got through its init containers, read the legacy way.
+struct NextInit<'a> {
+    /// The last failed init container's status, when one failed (then `next` is that one).
+    failed: Option<&'a ContainerStatus>,
+    /// The init container to start next.
+    next: Option<usize>,
+    /// Every init container has run.
+    done: bool,
+}
+
+/// The legacy reading of init progress (ports `findNextInitContainerToRun`,
+/// kuberuntime_container.go): done once a regular container runs or the last init container
+/// exited; otherwise the last failed one again, nothing while one runs, or the one after the
+/// furthest that exited (the first when none did).
+fn find_next_init_container_to_run<'a>(pod: &k8s::Pod, status: &'a PodStatus) -> NextInit<'a> {
+    let init_containers = pod::init_containers(pod);
+    let done = NextInit {
+        failed: None,
+        next: None,
+        done: true,
+    };
+    if init_containers.is_empty() {
+        return done;
+    }
+    // A running regular container means every init container ran once, even if the runtime
+    // has removed them since.
+    if pod::containers(pod).iter().any(|c| {
+        find_container_status_by_name(status, &c.name)
+            .is_some_and(|s| s.state == ContainerState::Running)
+    }) {
+        return done;
+    }
+    let statuses = || {
+        init_containers
+            .iter()
+            .enumerate()
+            .rev()
+            .filter_map(|(i, c)| find_container_status_by_name(status, &c.name).map(|s| (i, s)))
+    };
+    if let Some((i, failed)) = statuses().find(|(_, s)| is_init_container_failed(s)) {
+        return NextInit {
+            failed: Some(failed),
+            next: Some(i),
+            done: false,
+        };
+    }
+    for (i, s) in statuses() {
+        match s.state {
+            ContainerState::Running => {
+                return NextInit {
+                    failed: None,
+                    next: None,
+                    done: false,
+                }
+            }
+            ContainerState::Exited if i == init_containers.len() - 1 => return done,
+            ContainerState::Exited => {
+                return NextInit {
+                    failed: None,
+                    next: Some(i + 1),
+                    done: false,
+                }
+            }
+            _ => {}
+        }
+    }
+    NextInit {
+        failed: None,
+        next: Some(0),
+        done: false,
+    }
 }
 
 /// Whether the container must be (re)started (ports `ShouldContainerBeRestarted`,
@@ -418,19 +570,19 @@ mod tests {
     //! nothing to say: an unknown startup result waits like an absent one, and liveness only matters
     //! once failed. Those cases therefore state no result, and still check the same decision.
     //!
-    //! Every case of the four ported tables is here. Left out, because they need what the port
-    //! leaves out:
-    //! - TestComputePodActionsWithInitContainersWithLegacySidecarContainers (15 cases) and
-    //!   TestComputePodActionsWithInitAndEphemeralContainersWithLegacySidecarContainers (9): the
-    //!   `LegacySidecarContainers` gate's `NextInitContainerToStart` path;
-    //! - TestComputePodActionsForPodResize (10): in-place resize (`InPlacePodVerticalScaling`);
-    //! - the re-runs of TestComputePodActions and TestComputePodActionsWithInitContainers inside
-    //!   TestComputePodActionsWithInitAndEphemeralContainers: they repeat those tables under a
-    //!   kubelet feature gate the port does not have, so the tables run once.
+    //! Every case of the ported tables is here, including the two `LegacySidecarContainers`
+    //! tables (the gate on, as upstream sets it per case) and TestComputePodActionsForPodResize.
+    //! The re-runs of TestComputePodActions inside both ephemeral tables are the
+    //! `legacy_sidecars` values of its table: every row runs with the gate off and on. The
+    //! re-run of TestComputePodActionsWithInitContainers (gate off) is its own table, and that
+    //! of the legacy init table is the legacy table itself.
 
     use super::*;
     use crate::cri::v1;
+    use crate::manager::lifecycle::resize::{ContainerResources, ResourceName, RuntimeResources};
+    use crate::manager::lifecycle::ContainerToUpdate;
     use crate::manager::ContainerId;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
     use rstest::rstest;
     use std::collections::BTreeMap;
@@ -443,6 +595,7 @@ mod tests {
         pod: k8s::Pod,
         status: PodStatus,
         probes: ProbeResults,
+        gates: FeatureGates,
     }
 
     impl Case {
@@ -518,7 +671,50 @@ mod tests {
         }
 
         fn actions(&self) -> PodActions {
-            compute_pod_actions(&self.pod, &self.status, &self.probes)
+            compute_pod_actions_with(&self.pod, &self.status, &self.probes, &self.gates)
+        }
+
+        fn legacy_sidecars(&mut self) {
+            self.gates = self
+                .gates
+                .clone()
+                .with(FeatureGate::LegacySidecarContainers, true);
+        }
+
+        /// Sets the container's spec limits and what the runtime reports it runs with.
+        fn resources(&mut self, index: usize, spec: (&str, &str), reported: RuntimeResources) {
+            let name = pod::containers(&self.pod)[index].name.clone();
+            let limits = [("cpu", spec.0), ("memory", spec.1)]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.to_owned(), Quantity(v.to_owned())))
+                .collect();
+            self.spec().containers[index].resources = Some(k8s::ResourceRequirements {
+                limits: Some(limits),
+                ..Default::default()
+            });
+            if let Some(status) = self
+                .status
+                .container_statuses
+                .iter_mut()
+                .find(|s| s.name == name)
+            {
+                status.resources = Some(reported);
+            }
+        }
+
+        /// Sets the container's resize policies for CPU and memory.
+        fn resize_policy(&mut self, index: usize, cpu: &str, memory: &str) {
+            self.spec().containers[index].resize_policy = Some(vec![
+                k8s::ContainerResizePolicy {
+                    resource_name: "cpu".to_owned(),
+                    restart_policy: cpu.to_owned(),
+                },
+                k8s::ContainerResizePolicy {
+                    resource_name: "memory".to_owned(),
+                    restart_policy: memory.to_owned(),
+                },
+            ]);
         }
     }
 
@@ -601,6 +797,7 @@ mod tests {
             },
             pod,
             probes: ProbeResults::default(),
+            gates: FeatureGates::default(),
         };
         case.regular_statuses(Running, 0);
         case
@@ -727,6 +924,73 @@ mod tests {
         let mut case = base();
         change(&mut case);
         assert_eq!(case.actions(), expected, "inputs: {case:#?}");
+    }
+
+    fn next_init(index: usize) -> PodActions {
+        PodActions {
+            next_init_container_to_start: Some(index),
+            ..no_action()
+        }
+    }
+
+    /// A base pod of upstream's TestComputePodActionsForPodResize: every container's resize
+    /// policy is NotRequired for CPU and memory.
+    fn resizable() -> Case {
+        let mut case = base();
+        for i in 0..3 {
+            case.resize_policy(i, "NotRequired", "NotRequired");
+        }
+        case
+    }
+
+    const MI: i64 = 1024 * 1024;
+
+    fn reported(cpu_limit: i64, memory_limit: i64) -> RuntimeResources {
+        RuntimeResources {
+            cpu_request: None,
+            cpu_limit: Some(cpu_limit),
+            memory_limit: Some(memory_limit),
+        }
+    }
+
+    /// One container's update with limits only (`desired`/`current` as cpu millicores and
+    /// memory MiB).
+    fn update(index: usize, desired: (i64, i64), current: (i64, i64)) -> ContainerToUpdate {
+        let limits = |(cpu, mem): (i64, i64)| ContainerResources {
+            cpu_limit: cpu,
+            memory_limit: mem * MI,
+            ..Default::default()
+        };
+        ContainerToUpdate {
+            name: format!("foo{}", index + 1),
+            kind: Regular,
+            id: format!("id{}", index + 1),
+            desired: limits(desired),
+            current: limits(current),
+        }
+    }
+
+    fn updates(entries: &[(ResourceName, ContainerToUpdate)]) -> PodActions {
+        let mut actions = no_action();
+        for (resource, update) in entries {
+            actions
+                .containers_to_update
+                .entry(*resource)
+                .or_default()
+                .push(update.clone());
+        }
+        actions
+    }
+
+    fn resize_restart(index: usize) -> PodActions {
+        let name = format!("foo{}", index + 1);
+        let id = format!("id{}", index + 1);
+        let message = format!("Container {name} resize requires restart");
+        PodActions {
+            containers_to_kill: kills(&[(&id, &name, Regular, KillReason::Unknown, &message)]),
+            update_pod_resources: true,
+            ..start(&[index])
+        }
     }
 
     #[rstest]
@@ -882,8 +1146,14 @@ mod tests {
     fn compute_pod_actions_matches_test_compute_pod_actions(
         #[case] change: fn(&mut Case),
         #[case] expected: PodActions,
+        #[values(false, true)] legacy_sidecars: bool,
     ) {
-        check(base, change, expected);
+        let mut case = base();
+        if legacy_sidecars {
+            case.legacy_sidecars();
+        }
+        change(&mut case);
+        assert_eq!(case.actions(), expected, "inputs: {case:#?}");
     }
 
     #[rstest]
@@ -1282,6 +1552,334 @@ mod tests {
         #[case] expected: PodActions,
     ) {
         check(with_init_and_ephemeral_containers, change, expected);
+    }
+
+    fn with_legacy(base: fn() -> Case, change: fn(&mut Case), expected: PodActions) {
+        let mut case = base();
+        case.legacy_sidecars();
+        change(&mut case);
+        assert_eq!(case.actions(), expected, "inputs: {case:#?}");
+    }
+
+    const UNKNOWN_INIT3: &str =
+        "Init container is in \"unknown\" state, try killing it before restart";
+
+    #[rstest]
+    #[case::initialization_completed_start_all_containers(|_: &mut Case| {}, start(&[0, 1, 2]))]
+    #[case::no_init_containers_have_been_started_start_the_first_one(
+        |c: &mut Case| c.no_statuses(),
+        next_init(0)
+    )]
+    #[case::initialization_in_progress_do_nothing(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.state(2, Running);
+        },
+        no_action()
+    )]
+    #[case::kill_pod_and_restart_the_first_init_container_if_the_pod_sandbox_is_dead(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.sandbox_dead();
+        },
+        PodActions { next_init_container_to_start: Some(0), ..recreate(1) }
+    )]
+    #[case::initialization_failed_restart_the_last_init_container_if_restart_policy_is_always(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.exited(2, 137);
+        },
+        next_init(2)
+    )]
+    #[case::initialization_failed_restart_the_last_init_container_if_restart_policy_is_on_failure(
+        |c: &mut Case| {
+            c.policy("OnFailure");
+            c.exited(2, 137);
+        },
+        next_init(2)
+    )]
+    #[case::initialization_failed_kill_pod_if_restart_policy_is_never(
+        |c: &mut Case| {
+            c.policy("Never");
+            c.exited(2, 137);
+        },
+        kill_pod()
+    )]
+    #[case::init_container_state_unknown_kill_and_recreate_the_last_init_container_if_restart_policy_is_always(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.state(2, Unknown);
+        },
+        PodActions {
+            containers_to_kill: kills(&[("initid3", "init3", Init, KillReason::Unknown, UNKNOWN_INIT3)]),
+            ..next_init(2)
+        }
+    )]
+    #[case::init_container_state_unknown_kill_and_recreate_the_last_init_container_if_restart_policy_is_on_failure(
+        |c: &mut Case| {
+            c.policy("OnFailure");
+            c.state(2, Unknown);
+        },
+        PodActions {
+            containers_to_kill: kills(&[("initid3", "init3", Init, KillReason::Unknown, UNKNOWN_INIT3)]),
+            ..next_init(2)
+        }
+    )]
+    #[case::init_container_state_unknown_kill_pod_if_restart_policy_is_never(
+        |c: &mut Case| {
+            c.policy("Never");
+            c.state(2, Unknown);
+        },
+        kill_pod()
+    )]
+    #[case::pod_sandbox_not_ready_init_container_failed_but_restart_policy_is_never_kill_pod_only(
+        |c: &mut Case| {
+            c.policy("Never");
+            c.sandbox_dead();
+        },
+        kill_pod_only(1)
+    )]
+    #[case::pod_sandbox_not_ready_and_restart_policy_is_never_but_no_visible_init_containers_create_a_new_pod_sandbox(
+        |c: &mut Case| {
+            c.policy("Never");
+            c.sandbox_dead();
+            c.no_statuses();
+        },
+        PodActions { next_init_container_to_start: Some(0), ..recreate(1) }
+    )]
+    #[case::pod_sandbox_not_ready_init_container_failed_and_restart_policy_is_on_failure_create_a_new_pod_sandbox(
+        |c: &mut Case| {
+            c.policy("OnFailure");
+            c.sandbox_dead();
+            c.exited(2, 137);
+        },
+        PodActions { next_init_container_to_start: Some(0), ..recreate(1) }
+    )]
+    #[case::some_of_the_init_container_statuses_are_missing_but_the_last_init_container_is_running_dont_restart_preceding_ones(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.state(2, Running);
+            c.keep_statuses(2..3);
+        },
+        no_action()
+    )]
+    #[case::an_init_container_is_in_the_created_state_due_to_an_unknown_error_when_starting_container_restart_it(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.state(2, Created);
+        },
+        next_init(2)
+    )]
+    fn compute_pod_actions_matches_test_compute_pod_actions_with_init_containers_with_legacy_sidecar_containers(
+        #[case] change: fn(&mut Case),
+        #[case] expected: PodActions,
+    ) {
+        with_legacy(with_init_containers, change, expected);
+    }
+
+    #[rstest]
+    #[case::steady_state_do_nothing_ignore_ephemeral_container(|_: &mut Case| {}, no_action())]
+    #[case::no_ephemeral_containers_running_start_one(
+        |c: &mut Case| c.keep_statuses(0..4),
+        PodActions { ephemeral_containers_to_start: vec![0], ..no_action() }
+    )]
+    #[case::start_second_ephemeral_container(
+        |c: &mut Case| {
+            let debug2 = k8s::EphemeralContainer {
+                name: "debug2".to_owned(),
+                image: Some("busybox".to_owned()),
+                ..Default::default()
+            };
+            if let Some(ephemeral) = c.spec().ephemeral_containers.as_mut() {
+                ephemeral.push(debug2);
+            }
+        },
+        PodActions { ephemeral_containers_to_start: vec![1], ..no_action() }
+    )]
+    #[case::ephemeral_container_exited_do_not_restart(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.state(4, Exited);
+        },
+        no_action()
+    )]
+    #[case::initialization_in_progress_start_ephemeral_container(
+        |c: &mut Case| {
+            c.state(3, Running);
+            c.keep_statuses(0..4);
+        },
+        PodActions { ephemeral_containers_to_start: vec![0], ..no_action() }
+    )]
+    #[case::create_a_new_pod_sandbox_if_the_pod_sandbox_is_dead_init_container_failed_and_restart_policy_is_on_failure(
+        |c: &mut Case| {
+            c.policy("OnFailure");
+            c.sandbox_dead();
+            c.keep_statuses(3..5);
+            c.exited(0, 137);
+        },
+        PodActions { next_init_container_to_start: Some(0), ..recreate(1) }
+    )]
+    #[case::kill_pod_and_do_not_restart_ephemeral_container_if_the_pod_sandbox_is_dead(
+        |c: &mut Case| {
+            c.policy("Always");
+            c.sandbox_dead();
+        },
+        PodActions { next_init_container_to_start: Some(0), ..recreate(1) }
+    )]
+    #[case::kill_pod_if_all_containers_exited_except_ephemeral_container(
+        |c: &mut Case| {
+            c.policy("Never");
+            (0..3).for_each(|i| c.exited(i, 0));
+        },
+        kill_pod()
+    )]
+    #[case::ephemeral_container_is_in_unknown_state_leave_it_alone(
+        |c: &mut Case| {
+            c.policy("Never");
+            c.state(4, Unknown);
+        },
+        no_action()
+    )]
+    fn compute_pod_actions_matches_test_compute_pod_actions_with_init_and_ephemeral_containers_with_legacy_sidecar_containers(
+        #[case] change: fn(&mut Case),
+        #[case] expected: PodActions,
+    ) {
+        with_legacy(with_init_and_ephemeral_containers, change, expected);
+    }
+
+    #[test]
+    fn the_legacy_gate_leaves_a_pod_with_sidecars_on_todays_path() {
+        let mut case = with_restartable_init_containers();
+        case.legacy_sidecars();
+        case.no_statuses();
+        assert_eq!(case.actions(), start_init(&[0]));
+    }
+
+    #[rstest]
+    #[case::update_container_cpu_and_memory_resources(
+        |c: &mut Case| c.resources(1, ("100m", "100Mi"), reported(200, 200 * MI)),
+        updates(&[
+            (ResourceName::Memory, update(1, (100, 100), (200, 200))),
+            (ResourceName::Cpu, update(1, (100, 100), (200, 200))),
+        ])
+    )]
+    #[case::update_container_cpu_resources(
+        |c: &mut Case| c.resources(1, ("100m", "100Mi"), reported(200, 100 * MI)),
+        updates(&[(ResourceName::Cpu, update(1, (100, 100), (200, 100)))])
+    )]
+    #[case::update_container_memory_resources(
+        |c: &mut Case| c.resources(2, ("200m", "200Mi"), reported(200, 100 * MI)),
+        updates(&[(ResourceName::Memory, update(2, (200, 200), (200, 100)))])
+    )]
+    #[case::nothing_when_spec_resources_and_status_resources_are_equal(
+        |c: &mut Case| c.resources(1, ("200m", ""), RuntimeResources { cpu_limit: Some(200), ..Default::default() }),
+        no_action()
+    )]
+    #[case::nothing_when_spec_resources_and_status_resources_are_equivalent(
+        |c: &mut Case| c.resources(1, ("", ""), RuntimeResources { cpu_request: Some(2), ..Default::default() }),
+        no_action()
+    )]
+    #[case::update_container_cpu_resources_to_equivalent_value(
+        |c: &mut Case| {
+            c.resources(1, ("1m", ""), RuntimeResources { cpu_request: Some(2), cpu_limit: Some(10), memory_limit: None });
+            if let Some(r) = c.spec().containers[1].resources.as_mut() {
+                r.requests = Some(BTreeMap::from([("cpu".to_owned(), Quantity("1m".to_owned()))]));
+            }
+        },
+        no_action()
+    )]
+    #[case::update_container_cpu_and_memory_resources_with_restart_policy_for_cpu(
+        |c: &mut Case| {
+            c.resize_policy(0, "RestartContainer", "NotRequired");
+            c.resources(0, ("200m", "200Mi"), reported(100, 100 * MI));
+        },
+        resize_restart(0)
+    )]
+    #[case::update_container_cpu_and_memory_resources_with_restart_policy_for_memory(
+        |c: &mut Case| {
+            c.resize_policy(2, "NotRequired", "RestartContainer");
+            c.resources(2, ("200m", "200Mi"), reported(100, 100 * MI));
+        },
+        resize_restart(2)
+    )]
+    #[case::update_container_memory_resources_with_restart_policy_for_cpu(
+        |c: &mut Case| {
+            c.resize_policy(1, "RestartContainer", "NotRequired");
+            c.resources(1, ("100m", "200Mi"), reported(100, 100 * MI));
+        },
+        updates(&[(ResourceName::Memory, update(1, (100, 200), (100, 100)))])
+    )]
+    #[case::update_container_cpu_resources_with_restart_policy_for_memory(
+        |c: &mut Case| {
+            c.resize_policy(2, "NotRequired", "RestartContainer");
+            c.resources(2, ("200m", "100Mi"), reported(100, 100 * MI));
+        },
+        updates(&[(ResourceName::Cpu, update(2, (200, 100), (100, 100)))])
+    )]
+    fn compute_pod_actions_matches_test_compute_pod_actions_for_pod_resize(
+        #[case] change: fn(&mut Case),
+        #[case] expected: PodActions,
+    ) {
+        check(resizable, change, expected);
+    }
+
+    #[rstest]
+    #[case::gate_off(|c: &mut Case| c.gates = FeatureGates::default().with(FeatureGate::InPlacePodVerticalScaling, false))]
+    #[case::static_pod(|c: &mut Case| {
+        c.pod.metadata.annotations = Some(BTreeMap::from([(
+            "kubernetes.io/config.source".to_owned(),
+            "file".to_owned(),
+        )]));
+    })]
+    #[case::not_running(|c: &mut Case| c.state(1, Created))]
+    #[case::nothing_reported(|c: &mut Case| c.status.container_statuses[1].resources = None)]
+    fn a_resize_is_not_computed_without_the_gate_a_running_container_or_its_resources(
+        #[case] change: fn(&mut Case),
+    ) {
+        let mut case = resizable();
+        case.resources(1, ("100m", "100Mi"), reported(200, 200 * MI));
+        change(&mut case);
+        let actions = case.actions();
+        assert!(actions.containers_to_update.is_empty(), "{actions:#?}");
+        assert!(!actions.update_pod_resources);
+    }
+
+    #[test]
+    fn a_sidecar_whose_resize_policy_restarts_it_is_killed_and_started_again() {
+        let mut case = with_restartable_init_containers();
+        if let Some(init) = case.spec().init_containers.as_mut() {
+            init[0].resources = Some(k8s::ResourceRequirements {
+                limits: Some(BTreeMap::from([(
+                    "memory".to_owned(),
+                    Quantity("64Mi".to_owned()),
+                )])),
+                ..Default::default()
+            });
+            init[0].resize_policy = Some(vec![k8s::ContainerResizePolicy {
+                resource_name: "memory".to_owned(),
+                restart_policy: "RestartContainer".to_owned(),
+            }]);
+        }
+        case.status.container_statuses[0].resources = Some(RuntimeResources {
+            memory_limit: Some(32 * MI),
+            ..Default::default()
+        });
+        let message = "Container restartable-init-1 resize requires restart";
+        assert_eq!(
+            case.actions(),
+            PodActions {
+                init_containers_to_start: vec![0],
+                containers_to_kill: kills(&[(
+                    "initid1",
+                    "restartable-init-1",
+                    Init,
+                    KillReason::Unknown,
+                    message
+                )]),
+                update_pod_resources: true,
+                ..start(&[0, 1, 2])
+            }
+        );
     }
 
     // Rules the upstream tables leave implicit.

@@ -95,7 +95,7 @@ pub enum ContainerConfigError {
 /// container targets, whose PID namespace it then joins. Ports `generateContainerConfig`
 /// (kuberuntime_container.go) with `generateLinuxContainerConfig` and
 /// `determineEffectiveSecurityContext`. Left out, as the harness has no kubelet node around the
-/// runtime: resources and cgroups, devices, the `/etc/hosts` and termination-message mounts,
+/// runtime: resources beyond CPU and memory, cgroups, devices, the `/etc/hosts` and termination-message mounts,
 /// AppArmor, env from `valueFrom`/`envFrom` and service links (a `valueFrom` variable is left
 /// out, not set empty), volumes other than hostPath and emptyDir (their mounts are skipped).
 pub fn generate_container_config(
@@ -144,7 +144,9 @@ pub fn generate_container_config(
         labels: container_labels(pod, container, options),
         annotations: container_annotations(pod, container, restart_count, hash),
         linux: Some(v1::LinuxContainerConfig {
-            resources: None,
+            // Only a spec that states CPU or memory sends them, so an in-place resize has
+            // something to compare; cgroup parents and the rest stay left out.
+            resources: super::resize::linux_resources_for_spec(container),
             security_context: Some(security_context(
                 pod,
                 container,

@@ -21,6 +21,7 @@ mod hash;
 mod images;
 pub mod phase;
 pub mod pod;
+mod resize;
 mod sandbox_changed;
 mod sandbox_config;
 mod sync_pod;
@@ -53,12 +54,16 @@ use serde::Serialize;
 /// The Kubernetes core/v1 types the life cycle reads (`Pod`, `Container`, ...).
 pub use k8s_openapi::api::core::v1 as k8s;
 
-pub use actions::compute_pod_actions;
+pub use actions::{compute_pod_actions, compute_pod_actions_with};
 pub use gc::{
     legacy_log_symlink, wall_clock_unix_nanos, GcError, GcLogDirs, GcPhaseError, GcPolicy, GcScope,
     PodStateOracle,
 };
 pub use hash::hash_container;
+pub use resize::{
+    desired_resources, linux_resources, quantity, runtime_resources, ContainerResources,
+    ContainerToUpdate, ResourceName, RuntimeResources,
+};
 pub use sandbox_changed::pod_sandbox_changed;
 
 /// What one SyncPod must do for a pod (the kubelet's `podActions`). Indices point into the pod's
@@ -81,6 +86,18 @@ pub struct PodActions {
     pub containers_to_kill: BTreeMap<String, ContainerToKill>,
     /// Ephemeral containers to start, in spec order.
     pub ephemeral_containers_to_start: Vec<usize>,
+    /// The one init container to start, under `LegacySidecarContainers` for a pod without
+    /// sidecars (the kubelet's `NextInitContainerToStart`); `init_containers_to_start` is then
+    /// empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_init_container_to_start: Option<usize>,
+    /// Running containers to resize in place, per resource, decreases first
+    /// (`InPlacePodVerticalScaling`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub containers_to_update: BTreeMap<ResourceName, Vec<ContainerToUpdate>>,
+    /// A resize restarts a container, so the pod's resources change too.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub update_pod_resources: bool,
 }
 
 impl PodActions {
@@ -92,6 +109,9 @@ impl PodActions {
             && self.containers_to_start.is_empty()
             && self.containers_to_kill.is_empty()
             && self.ephemeral_containers_to_start.is_empty()
+            && self.next_init_container_to_start.is_none()
+            && self.containers_to_update.is_empty()
+            && !self.update_pod_resources
     }
 }
 

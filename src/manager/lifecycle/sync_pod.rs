@@ -14,14 +14,16 @@ use super::k8s;
 use super::sandbox_config::{
     build_pod_logs_directory, format_pod, generate_pod_sandbox_config, identity, is_host_network,
 };
-use super::{compute_pod_actions, pod, ContainerToKill, KillReason, PodActions, ProbeResults};
+use super::{
+    compute_pod_actions_with, pod, resize, ContainerToKill, KillReason, PodActions, ProbeResults,
+};
 use crate::cri::v1;
 use crate::manager::{
     Container, ContainerId, ContainerSpec, ContainerState, KubeGenericRuntimeManager, ManagerError,
     Pod, PodSpec, PodStatus, PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR,
     CRASH_LOOP_BACK_OFF, CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR,
     CREATE_POD_SANDBOX_ERROR, KILL_CONTAINER_ERROR, MINIMUM_GRACE_PERIOD_SECONDS,
-    RUN_CONTAINER_ERROR,
+    RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
 };
 
 /// What a sync needs beyond the pod and its status: where the harness keeps pod logs and
@@ -107,7 +109,7 @@ impl KubeGenericRuntimeManager {
         let status = self
             .get_pod_status(pod::uid(pod), pod::name(pod), pod::namespace(pod))
             .await?;
-        let actions = compute_pod_actions(pod, &status, probes);
+        let actions = compute_pod_actions_with(pod, &status, probes, self.feature_gates());
         let result = self
             .execute_pod_actions(pod, &status, &actions, options, backoff)
             .await;
@@ -117,7 +119,7 @@ impl KubeGenericRuntimeManager {
     /// Carries out `actions` for `pod` whose runtime state is `status`: steps 2 to 9 of
     /// today's SyncPod (kuberuntime_manager.go) after computePodActions. The 2016 seed's SyncPod
     /// answered "not implemented"; this follows today's kubelet. Left out: events, DRA, image
-    /// volumes, in-place resize and the hooks (none run in the harness). A step that fails is
+    /// volumes, the pod-level cgroups of an in-place resize and the hooks (none run in the harness). A step that fails is
     /// recorded in its result; a failed kill, a failed sandbox and a failed regular init
     /// container end the sync, as in the kubelet. Killing the whole pod goes through
     /// [`KubeGenericRuntimeManager::kill_pod`], so it keeps that call's (the seed's) rules.
@@ -266,7 +268,9 @@ impl KubeGenericRuntimeManager {
         let inits = spec
             .and_then(|s| s.init_containers.as_deref())
             .unwrap_or_default();
-        for &index in &actions.init_containers_to_start {
+        // Under LegacySidecarContainers one init container is started; a failure ends the sync.
+        let legacy_next = actions.next_init_container_to_start;
+        for &index in legacy_next.iter().chain(&actions.init_containers_to_start) {
             let Some(container) = inits.get(index) else {
                 tracing::warn!(index, "no init container at this index of the spec");
                 continue;
@@ -283,8 +287,16 @@ impl KubeGenericRuntimeManager {
             }
         }
 
-        // Step 9 (step 8, in-place resize, is left out): regular containers; failures are
-        // recorded and the rest still start.
+        // Step 8: resize running containers in place.
+        if (!actions.containers_to_update.is_empty() || actions.update_pod_resources)
+            && resize::in_place_resize_allowed(pod, self.feature_gates())
+        {
+            result
+                .results
+                .push(self.resize_containers(pod, actions).await);
+        }
+
+        // Step 9: regular containers; failures are recorded and the rest still start.
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
         for &index in &actions.containers_to_start {
             let Some(container) = containers.get(index) else {
@@ -300,6 +312,44 @@ impl KubeGenericRuntimeManager {
                 .await;
         }
         result
+    }
+
+    /// The container half of `doPodResizeAction` (kuberuntime_manager.go) with
+    /// `updatePodContainerResources`: memory first, then CPU, each container's
+    /// UpdateContainerResources sending the resource's desired values and the other's most
+    /// recently applied ones; the first refusal ends the resize, for the next sync to retry.
+    /// The pod-level cgroup steps around it are left out: the harness drives no cgroups.
+    async fn resize_containers(&self, pod: &k8s::Pod, actions: &PodActions) -> SyncResult {
+        let mut step = SyncResult::new(SyncAction::ResizePodInPlace, format_pod(pod));
+        // One view per container of what is applied, shared by its memory and CPU updates.
+        let mut applied: BTreeMap<&str, resize::ContainerResources> = BTreeMap::new();
+        for (&resource, updates) in &actions.containers_to_update {
+            for update in updates {
+                let current = applied.entry(update.id.as_str()).or_insert(update.current);
+                let with_current = resize::ContainerToUpdate {
+                    current: *current,
+                    ..update.clone()
+                };
+                let wanted = resize::update_request(resource, &with_current);
+                let linux = resize::linux_resources(&wanted);
+                if let Err(err) = self
+                    .client()
+                    .update_container_resources(&update.id, Some(linux))
+                    .await
+                {
+                    step.fail(
+                        RESIZE_POD_IN_PLACE_ERROR,
+                        format!(
+                            "UpdateContainerResources of container {:?} ({resource:?}) failed: {err}",
+                            update.name
+                        ),
+                    );
+                    return step;
+                }
+                resize::applied(resource, current, &update.desired);
+            }
+        }
+        step
     }
 
     /// Generates the sandbox config, makes the pod's log directory (0755) and runs the sandbox;

@@ -106,6 +106,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         environment: None,
                         timing: Default::default(),
                         unreachable: false,
+                        feature_gates: Default::default(),
                     }
                 })
                 .collect();
@@ -128,6 +129,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                 },
                 strict: false,
                 known_findings: None,
+                feature_gates: Default::default(),
             }
         })
         .collect()

@@ -423,6 +423,7 @@ registry! {
     runtime_config::RuntimeConfig,
     container_events::ContainerEvents,
     pod_sandbox_metrics::PodSandboxMetrics,
+    container_resources::ContainerResources,
     // mock only: need `needs: [mock_control]`
     mock_set_version::MockSetVersion,
     mock_inject_error::MockInjectError,
@@ -666,10 +667,16 @@ mod tests {
         let (Some(start), Some(end)) = (start, end) else {
             panic!("docs/steps.md has no step reference between its markers")
         };
+        if std::env::var_os("UPDATE_STEP_REFERENCE").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/steps.md");
+            let fresh = format!("{}{}{}", &page[..start], reference(), &page[end..]);
+            std::fs::write(path, fresh).expect("docs/steps.md written");
+            return;
+        }
         assert_eq!(
             &page[start..end],
             reference(),
-            "docs/steps.md's step reference is stale; paste suite::step::reference() in"
+            "docs/steps.md's step reference is stale; rerun with UPDATE_STEP_REFERENCE=1"
         );
     }
 

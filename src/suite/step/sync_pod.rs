@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::{is_default, Action, Kind, SandboxState, Scope, State, StepDef, TextExpect};
 use crate::cri::{labels, v1};
 use crate::manager::lifecycle::{
+    ResourceName,
     k8s, pod, Backoff, Clock, ManualClock, PodSync, ProbeResults, StartupResult, SyncOptions,
     WallClock,
 };
@@ -139,7 +140,7 @@ pub struct SyncPodExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a sync round: `kill_pod`, `create_sandbox`, `attempt`, `start`, `kill`, `results`"
+    expecting = "a sync round: `kill_pod`, `create_sandbox`, `attempt`, `start`, `kill`, `resize`, `results`"
 )]
 pub struct Round {
     /// The whole pod is killed first.
@@ -157,6 +158,10 @@ pub struct Round {
     /// Containers to kill, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kill: Vec<String>,
+    /// In-place resizes as `NAME RESOURCE` (`app memory`, `app cpu`), in the order they are
+    /// applied: memory first, then CPU, decreases before increases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resize: Vec<String>,
     /// Each step's result, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<ResultSeen>,
@@ -661,7 +666,14 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
                 .collect()
         })
         .unwrap_or_default();
-    let mut start = names(&a.init_containers_to_start, pod::init_containers(manifest));
+    // Under LegacySidecarContainers the one next init container comes first.
+    let mut start = names(
+        &a.next_init_container_to_start
+            .into_iter()
+            .chain(a.init_containers_to_start.iter().copied())
+            .collect::<Vec<_>>(),
+        pod::init_containers(manifest),
+    );
     start.extend(names(&a.containers_to_start, pod::containers(manifest)));
     start.extend(ephemeral);
     Round {
@@ -670,6 +682,17 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
         attempt: a.create_sandbox.then_some(a.attempt),
         start,
         kill: a.containers_to_kill.values().map(|k| k.name.clone()).collect(),
+        resize: a
+            .containers_to_update
+            .iter()
+            .flat_map(|(resource, updates)| {
+                let resource = match resource {
+                    ResourceName::Memory => "memory",
+                    ResourceName::Cpu => "cpu",
+                };
+                updates.iter().map(move |u| format!("{} {resource}", u.name))
+            })
+            .collect(),
         results: sync
             .result
             .results
@@ -699,7 +722,11 @@ fn target(world: &World, manifest: &k8s::Pod, target: &str) -> String {
 }
 
 fn has_actions(round: &Round) -> bool {
-    round.kill_pod || round.create_sandbox || !round.start.is_empty() || !round.kill.is_empty()
+    round.kill_pod
+        || round.create_sandbox
+        || !round.start.is_empty()
+        || !round.kill.is_empty()
+        || !round.resize.is_empty()
 }
 
 fn action_lines(round: &Round) -> Vec<String> {
@@ -712,6 +739,7 @@ fn action_lines(round: &Round) -> Vec<String> {
     }
     lines.extend(round.kill.iter().map(|name| format!("kill {name}")));
     lines.extend(round.start.iter().map(|name| format!("start {name}")));
+    lines.extend(round.resize.iter().map(|what| format!("resize {what}")));
     lines
 }
 
