@@ -7,8 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cri_harness::cri::v1;
 use cri_harness::manager::lifecycle::{
-    compute_pod_actions, hash_container, k8s, ContainerKind, PodActions, ProbeResults,
-    StartupResult,
+    compute_pod_actions, hash_container, k8s, ContainerKind, PodActions, ProbeResult, ProbeResults,
 };
 use cri_harness::manager::{ContainerId, ContainerState, ContainerStatus, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -154,7 +153,7 @@ struct InstanceShape {
     oom_killed: bool,
     hash_matches: bool,
     liveness_failed: bool,
-    startup: Option<StartupResult>,
+    startup: Option<ProbeResult>,
 }
 
 /// One generated case: a pod, its sandboxes newest first, and an instance (or none) per container
@@ -194,7 +193,9 @@ impl Case {
                 }
             }
             if instance.liveness_failed {
-                probes.liveness_failed.insert(status.id.id.clone());
+                probes
+                    .liveness
+                    .insert(status.id.id.clone(), ProbeResult::Failure);
             }
             if let Some(result) = instance.startup {
                 probes.startup.insert(status.id.id.clone(), result);
@@ -295,8 +296,9 @@ fn instance_shape() -> impl Strategy<Value = InstanceShape> {
     let exit_code = prop::sample::select(vec![0, 1, 137]);
     let startup = prop::sample::select(vec![
         None,
-        Some(StartupResult::Succeeded),
-        Some(StartupResult::Failed),
+        Some(ProbeResult::Success),
+        Some(ProbeResult::Failure),
+        Some(ProbeResult::Unknown),
     ]);
     (
         state,
@@ -418,11 +420,11 @@ fn healthy(container: &k8s::Container, status: &PodStatus, probes: &ProbeResults
     latest_instance(status, &container.name).is_some_and(|s| {
         s.state == ContainerState::Running
             && s.hash == hash_container(container)
-            && !probes.liveness_failed.contains(&s.id.id)
+            && probes.liveness.get(&s.id.id) != Some(&ProbeResult::Failure)
             && match probes.startup.get(&s.id.id) {
-                Some(StartupResult::Failed) => false,
-                Some(StartupResult::Succeeded) => true,
-                None => container.startup_probe.is_none(),
+                Some(ProbeResult::Failure) => false,
+                Some(ProbeResult::Success) => true,
+                None | Some(ProbeResult::Unknown) => container.startup_probe.is_none(),
             }
     })
 }
