@@ -18,6 +18,7 @@ mod container_config;
 mod delete;
 mod gc;
 mod hash;
+mod hooks;
 mod images;
 pub mod phase;
 pub mod pod;
