@@ -648,7 +648,7 @@ fn at_rest(
         if sidecar_or_regular {
             latest.push(instance_of(spec, &id, ContainerState::Running));
             if spec.startup_probe.is_some() {
-                probes.startup.insert(id.clone(), StartupResult::Succeeded);
+                probes.startup.insert(id.clone(), ProbeResult::Success);
             }
         } else if !history.get(i).is_some_and(|(gone, _)| *gone) {
             latest.push(instance_of(spec, &id, ContainerState::Exited));
@@ -780,9 +780,7 @@ fn probes_at_rest(pod: &k8s::Pod, status: &PodStatus) -> ProbeResults {
             .filter(|s| s.name == spec.name)
         {
             if s.state == ContainerState::Running {
-                probes
-                    .startup
-                    .insert(s.id.id.clone(), StartupResult::Succeeded);
+                probes.startup.insert(s.id.id.clone(), ProbeResult::Success);
             }
         }
     }
