@@ -8,8 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cri_harness::cri::v1;
 use cri_harness::manager::lifecycle::{
-    compute_pod_actions, hash_container, k8s, ContainerKind, PodActions, ProbeResults,
-    StartupResult,
+    compute_pod_actions, hash_container, k8s, ContainerKind, PodActions, ProbeResult, ProbeResults,
 };
 use cri_harness::manager::{ContainerId, ContainerState, ContainerStatus, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -155,7 +154,7 @@ struct InstanceShape {
     oom_killed: bool,
     hash_matches: bool,
     liveness_failed: bool,
-    startup: Option<StartupResult>,
+    startup: Option<ProbeResult>,
 }
 
 /// One generated case: a pod, its sandboxes newest first, and an instance (or none) per container
@@ -195,7 +194,9 @@ impl Case {
                 }
             }
             if instance.liveness_failed {
-                probes.liveness_failed.insert(status.id.id.clone());
+                probes
+                    .liveness
+                    .insert(status.id.id.clone(), ProbeResult::Failure);
             }
             if let Some(result) = instance.startup {
                 probes.startup.insert(status.id.id.clone(), result);
@@ -296,8 +297,9 @@ fn instance_shape() -> impl Strategy<Value = InstanceShape> {
     let exit_code = prop::sample::select(vec![0, 1, 137]);
     let startup = prop::sample::select(vec![
         None,
-        Some(StartupResult::Succeeded),
-        Some(StartupResult::Failed),
+        Some(ProbeResult::Success),
+        Some(ProbeResult::Failure),
+        Some(ProbeResult::Unknown),
     ]);
     (
         state,
@@ -420,11 +422,11 @@ fn healthy(container: &k8s::Container, status: &PodStatus, probes: &ProbeResults
     latest_instance(status, &container.name).is_some_and(|s| {
         s.state == ContainerState::Running
             && s.hash == hash_container(container)
-            && !probes.liveness_failed.contains(&s.id.id)
+            && probes.liveness.get(&s.id.id) != Some(&ProbeResult::Failure)
             && match probes.startup.get(&s.id.id) {
-                Some(StartupResult::Failed) => false,
-                Some(StartupResult::Succeeded) => true,
-                None => container.startup_probe.is_none(),
+                Some(ProbeResult::Failure) => false,
+                Some(ProbeResult::Success) => true,
+                None | Some(ProbeResult::Unknown) => container.startup_probe.is_none(),
             }
     })
 }
@@ -648,7 +650,7 @@ fn at_rest(
         if sidecar_or_regular {
             latest.push(instance_of(spec, &id, ContainerState::Running));
             if spec.startup_probe.is_some() {
-                probes.startup.insert(id.clone(), StartupResult::Succeeded);
+                probes.startup.insert(id.clone(), ProbeResult::Success);
             }
         } else if !history.get(i).is_some_and(|(gone, _)| *gone) {
             latest.push(instance_of(spec, &id, ContainerState::Exited));
@@ -781,9 +783,7 @@ fn probes_at_rest(pod: &k8s::Pod, status: &PodStatus) -> ProbeResults {
             .filter(|s| s.name == spec.name)
         {
             if s.state == ContainerState::Running {
-                probes
-                    .startup
-                    .insert(s.id.id.clone(), StartupResult::Succeeded);
+                probes.startup.insert(s.id.id.clone(), ProbeResult::Success);
             }
         }
     }

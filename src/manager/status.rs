@@ -3,11 +3,9 @@
 
 use std::collections::BTreeMap;
 
-#[cfg(doc)]
-use super::KubeletProfile;
 use super::{
-    labels, ContainerId, ContainerState, ContainerStatus, KubeGenericRuntimeManager, ManagerError,
-    PodStatus,
+    labels, ContainerId, ContainerState, ContainerStatus, KubeGenericRuntimeManager,
+    KubeletProfile, ManagerError, PodStatus,
 };
 use crate::cri::labels::POD_UID;
 use crate::cri::v1;
@@ -101,7 +99,11 @@ impl KubeGenericRuntimeManager {
                 method: "ContainerStatus",
                 id: container.id.clone(),
             })?;
-            statuses.push(to_container_status(self.container_id(&status.id), &status));
+            statuses.push(to_container_status(
+                self.container_id(&status.id),
+                &status,
+                self.profile,
+            ));
         }
         sort_statuses_newest_first(&mut statuses);
         Ok(statuses)
@@ -134,13 +136,20 @@ pub(crate) fn pod_ip(newest_first: &[v1::PodSandboxStatus]) -> String {
 }
 
 /// The manager's view of a CRI container status. Timestamps stay in nanoseconds as CRI v1 says
-/// (the seed's v1alpha1 fake wrote seconds: kubelet rules: #upstream-hazards-the-port-decides, item
-/// 8). The termination-message file is not
-/// read: the harness does not run on the runtime's host. Ports `getKubeletContainerStatuses`'s
-/// conversion (kuberuntime_container.go, 2016).
+/// (the seed's v1alpha1 fake wrote seconds: kubelet rules:
+/// #upstream-hazards-the-port-decides, item 8). The termination-message file is not
+/// read: the harness does not run on the runtime's host.
+///
+/// Which fields are kept depends on the state, and the two kubelets split differently. The seed
+/// (`getKubeletContainerStatuses`, kuberuntime_container.go, 2016) keeps the start time of a
+/// running container and the exit fields of any other. Today's kubelet (`toKubeContainerStatus`)
+/// keeps the start time of every container past created (it was started, even if it has since
+/// exited or is unknown) and the exit fields (finish time, exit code, reason, message) of an
+/// exited one only.
 pub(crate) fn to_container_status(
     id: ContainerId,
     status: &v1::ContainerStatus,
+    profile: KubeletProfile,
 ) -> ContainerStatus {
     let state = ContainerState::from_cri_container(status.state);
     let mut converted = ContainerStatus {
@@ -159,10 +168,21 @@ pub(crate) fn to_container_status(
         resources: crate::manager::lifecycle::runtime_resources(status.resources.as_ref()),
         ..Default::default()
     };
-    // The seed's split: a running container reports when it started, any other its exit.
-    if state == ContainerState::Running {
-        converted.started_at = status.started_at;
+    let (started, exited) = if profile.is_current() {
+        (
+            state != ContainerState::Created,
+            state == ContainerState::Exited,
+        )
     } else {
+        (
+            state == ContainerState::Running,
+            state != ContainerState::Running,
+        )
+    };
+    if started {
+        converted.started_at = status.started_at;
+    }
+    if exited {
         converted.finished_at = status.finished_at;
         converted.exit_code = status.exit_code;
         converted.reason = status.reason.clone();
@@ -254,7 +274,7 @@ mod tests {
         }
     }
 
-    /// (started_at, finished_at, exit_code, reason) after conversion.
+    /// (started_at, finished_at, exit_code, reason) after conversion under the seed's rules.
     #[rstest]
     #[case::running_reports_start_only(v1::ContainerState::ContainerRunning, (20, 0, 0, ""))]
     #[case::exited_reports_exit_only(v1::ContainerState::ContainerExited, (0, 30, 3, "Error"))]
@@ -268,7 +288,7 @@ mod tests {
             r#type: "mock".to_owned(),
             id: "c1".to_owned(),
         };
-        let s = to_container_status(id, &cri_status(state));
+        let s = to_container_status(id, &cri_status(state), KubeletProfile::Seed);
         assert_eq!(
             (s.started_at, s.finished_at, s.exit_code, s.reason.as_str()),
             expected
@@ -284,6 +304,66 @@ mod tests {
             ),
             ("app", "busybox", "sha256:abc", 0xff, 2, 10)
         );
+    }
+
+    /// TestToKubeContainerStatus (kuberuntime_container_test.go, v1.34), row by row: a CRI status
+    /// of each state with upstream's times (created 327, started 999, finished 1278, in
+    /// nanoseconds), exit code 121, reason "GotKilled" and message "The container was killed" in
+    /// the exited row, converted under today's rules. Upstream's other rows fill only what the
+    /// state has; here every input carries every field, so the table also shows which ones the
+    /// conversion drops.
+    #[rstest]
+    #[case::created_container(v1::ContainerState::ContainerCreated, ContainerState::Created, (0, 0, 0, "", ""))]
+    #[case::running_container(v1::ContainerState::ContainerRunning, ContainerState::Running, (999, 0, 0, "", ""))]
+    #[case::exited_container(
+        v1::ContainerState::ContainerExited,
+        ContainerState::Exited,
+        (999, 1278, 121, "GotKilled", "The container was killed")
+    )]
+    #[case::unknown_container(v1::ContainerState::ContainerUnknown, ContainerState::Unknown, (999, 0, 0, "", ""))]
+    fn to_kube_container_status_matches_test_to_kube_container_status(
+        #[case] cri_state: v1::ContainerState,
+        #[case] state: ContainerState,
+        #[case] expected: (i64, i64, i32, &str, &str),
+    ) {
+        let input = v1::ContainerStatus {
+            id: "dummyid".to_owned(),
+            metadata: Some(v1::ContainerMetadata {
+                name: "cname".to_owned(),
+                attempt: 3,
+            }),
+            image: Some(v1::ImageSpec {
+                image: "fimage".to_owned(),
+                ..Default::default()
+            }),
+            state: cri_state.into(),
+            created_at: 327,
+            started_at: 999,
+            finished_at: 1278,
+            exit_code: 121,
+            reason: "GotKilled".to_owned(),
+            message: "The container was killed".to_owned(),
+            ..Default::default()
+        };
+        let id = ContainerId {
+            r#type: "testRuntime".to_owned(),
+            id: "dummyid".to_owned(),
+        };
+        let s = to_container_status(id.clone(), &input, KubeletProfile::Current);
+        let (started_at, finished_at, exit_code, reason, message) = expected;
+        let want = ContainerStatus {
+            id,
+            image: "fimage".to_owned(),
+            state,
+            created_at: 327,
+            started_at,
+            finished_at,
+            exit_code,
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+            ..Default::default()
+        };
+        assert_eq!(s, want);
     }
 
     #[test]

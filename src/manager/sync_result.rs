@@ -19,6 +19,8 @@ pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
 pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
 /// Error kind of a failed StartContainer.
 pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
+/// Error kind of a start whose PostStart hook failed (the container is killed).
+pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
 /// Error kind of a start held back by the crash-loop back-off.
 pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 /// Error kind of a refused in-place resize (the kubelet's `ErrResizePodInPlace`).

@@ -144,15 +144,16 @@ pub struct ContainerStatus {
     pub state: ContainerState,
     /// Creation time, Unix nanoseconds.
     pub created_at: i64,
-    /// Start time, Unix nanoseconds; only set while running (the seed's rule).
+    /// Start time, Unix nanoseconds; set while running under the seed's rules, and for every
+    /// container past created under today's kubelet.
     pub started_at: i64,
-    /// Finish time, Unix nanoseconds; only set when not running.
+    /// Finish time, Unix nanoseconds; set when not running (seed) or when exited (today).
     pub finished_at: i64,
-    /// Exit code; only set when not running.
+    /// Exit code; set when not running (seed) or when exited (today).
     pub exit_code: i32,
-    /// Short reason the runtime gives, e.g. "Error"; only set when not running.
+    /// Short reason the runtime gives, e.g. "Error"; set like the exit code.
     pub reason: String,
-    /// The runtime's message; only set when not running.
+    /// The runtime's message; set like the exit code.
     pub message: String,
     /// The CPU and memory the runtime reports having applied (`ContainerStatus.resources`),
     /// none when it reports none: what an in-place resize compares the spec with.

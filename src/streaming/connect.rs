@@ -141,30 +141,46 @@ impl StreamUrl {
 
     /// A socket for `addr`, created in the URL's network namespace.
     fn socket(&self, addr: &SocketAddr) -> std::io::Result<TcpSocket> {
-        let new = || match addr {
-            SocketAddr::V4(_) => TcpSocket::new_v4(),
-            SocketAddr::V6(_) => TcpSocket::new_v6(),
-        };
-        let Some(netns) = &self.netns else {
-            return new();
-        };
-        let target = File::open(netns)?;
-        let own = File::open(OWN_NETNS)?;
-        let (t, o) = (target.metadata()?, own.metadata()?);
-        if (t.dev(), t.ino()) == (o.dev(), o.ino()) {
-            return new();
-        }
-        // A socket stays in the namespace it was made in, so this thread enters the target
-        // only for the socket() call and goes straight back: nothing else runs on it
-        // meanwhile, and the connect happens asynchronously afterwards.
-        move_into_link_name_space(target.as_fd(), Some(LinkNameSpaceType::Network))?;
-        let socket = new();
-        if let Err(e) = move_into_link_name_space(own.as_fd(), Some(LinkNameSpaceType::Network)) {
-            tracing::error!(netns = %netns.display(), error = %e, "cannot return this thread to its network namespace");
-            return Err(e.into());
-        }
-        socket
+        socket_in(self.netns.as_deref(), addr)
     }
+}
+
+/// A socket for `addr`, created in the network namespace at `netns` (here without one).
+fn socket_in(netns: Option<&Path>, addr: &SocketAddr) -> std::io::Result<TcpSocket> {
+    let new = || match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    };
+    let Some(netns) = netns else {
+        return new();
+    };
+    let target = File::open(netns)?;
+    let own = File::open(OWN_NETNS)?;
+    let (t, o) = (target.metadata()?, own.metadata()?);
+    if (t.dev(), t.ino()) == (o.dev(), o.ino()) {
+        return new();
+    }
+    // A socket stays in the namespace it was made in, so this thread enters the target only
+    // for the socket() call and goes straight back: nothing else runs on it meanwhile, and the
+    // connect happens asynchronously afterwards.
+    move_into_link_name_space(target.as_fd(), Some(LinkNameSpaceType::Network))?;
+    let socket = new();
+    if let Err(e) = move_into_link_name_space(own.as_fd(), Some(LinkNameSpaceType::Network)) {
+        tracing::error!(netns = %netns.display(), error = %e, "cannot return this thread to its network namespace");
+        return Err(e.into());
+    }
+    socket
+}
+
+/// A TCP connection to `addr` from the node: the network namespace of the runtime serving the
+/// CRI `endpoint`, as [`runtime_url`] dials (here for a TCP or in-memory endpoint). The kubelet's
+/// own connections to a pod (an HTTP lifecycle hook) start there.
+pub async fn tcp_from_runtime(endpoint: &str, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let netns = crate::cri::Endpoint::parse_relative_to(endpoint, None)
+        .ok()
+        .and_then(|e| e.unix_path().map(Path::to_path_buf))
+        .and_then(|socket| runtime_netns(&socket).ok());
+    socket_in(netns.as_deref(), &addr)?.connect(addr).await
 }
 
 /// The calling thread's own network namespace.

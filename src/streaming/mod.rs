@@ -14,7 +14,7 @@ pub mod remote_command;
 #[cfg(test)]
 mod test_server;
 
-pub use connect::{runtime_netns, runtime_url, StreamUrl};
+pub use connect::{runtime_netns, runtime_url, tcp_from_runtime, StreamUrl};
 pub use error::StreamError;
 pub use port_forward::{forward, forward_at, ClosedBy, Forwarded};
 pub use remote_command::{RemoteCommandInput, RemoteCommandOutput};

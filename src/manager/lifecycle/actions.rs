@@ -18,7 +18,7 @@ use super::pod::{self, RestartPolicy};
 use super::resize::{compute_pod_resize_action, in_place_resize_allowed};
 use super::sandbox_changed::pod_sandbox_changed;
 use super::{
-    k8s, ContainerKind, ContainerToKill, KillReason, PodActions, ProbeResults, StartupResult,
+    k8s, ContainerKind, ContainerToKill, KillReason, PodActions, ProbeResult, ProbeResults,
 };
 use crate::manager::{ContainerState, ContainerStatus, FeatureGate, FeatureGates, PodStatus};
 
@@ -189,12 +189,12 @@ pub fn compute_pod_actions_with(
                 format!("Container {} definition changed", container.name),
                 KillReason::Unknown,
             )
-        } else if probes.liveness_failed.contains(id) {
+        } else if probes.liveness.get(id) == Some(&ProbeResult::Failure) {
             (
                 format!("Container {} failed liveness probe", container.name),
                 KillReason::LivenessProbe,
             )
-        } else if probes.startup.get(id) == Some(&StartupResult::Failed) {
+        } else if probes.startup.get(id) == Some(&ProbeResult::Failure) {
             (
                 format!("Container {} failed startup probe", container.name),
                 KillReason::StartupProbe,
@@ -293,9 +293,9 @@ fn compute_init_container_actions(
             ContainerState::Running => 'running: {
                 if container.startup_probe.is_some() {
                     match probes.startup.get(id) {
-                        // Not started yet (no answer, or the probe is still running): wait.
-                        None => break 'running,
-                        Some(StartupResult::Failed) => {
+                        // Not started yet (no result, or the probe still in progress): wait.
+                        None | Some(ProbeResult::Unknown) => break 'running,
+                        Some(ProbeResult::Failure) => {
                             changes.containers_to_kill.insert(
                                 id.clone(),
                                 kill(
@@ -311,7 +311,7 @@ fn compute_init_container_actions(
                             to_start.push(i);
                             break 'running;
                         }
-                        Some(StartupResult::Succeeded) => {}
+                        Some(ProbeResult::Success) => {}
                     }
                 }
                 // The sidecar has started.
@@ -334,8 +334,10 @@ fn compute_init_container_actions(
                     break 'running;
                 }
                 // Liveness does not hold back the next init container, but a failed one restarts
-                // the sidecar.
-                if container.liveness_probe.is_some() && probes.liveness_failed.contains(id) {
+                // the sidecar. No result yet, Unknown and Success all leave it running.
+                if container.liveness_probe.is_some()
+                    && probes.liveness.get(id) == Some(&ProbeResult::Failure)
+                {
                     changes.containers_to_kill.insert(
                         id.clone(),
                         kill(
@@ -566,9 +568,8 @@ mod tests {
     //! after the upstream one. Pods and statuses come from the builders below, which rebuild the
     //! upstream fixtures (`makeBasePodAndStatus` and its variants) rather than copy them.
     //!
-    //! Where upstream sets a probe result to Unknown or Success, the port's [`ProbeResults`] has
-    //! nothing to say: an unknown startup result waits like an absent one, and liveness only matters
-    //! once failed. Those cases therefore state no result, and still check the same decision.
+    //! Probe results are set as upstream sets them in its probe managers: Success, Failure or
+    //! Unknown, or removed (no result yet), by the index of the container's status.
     //!
     //! Every case of the ported tables is here, including the two `LegacySidecarContainers`
     //! tables (the gate on, as upstream sets it per case) and TestComputePodActionsForPodResize.
@@ -657,17 +658,19 @@ mod tests {
             self.status.container_statuses[index].id.id.clone()
         }
 
-        fn liveness_failed(&mut self, index: usize) {
+        fn liveness(&mut self, index: usize, result: Option<ProbeResult>) {
             let id = self.id(index);
-            self.probes.liveness_failed.insert(id);
+            set(&mut self.probes.liveness, id, result);
         }
 
-        fn startup(&mut self, index: usize, result: Option<StartupResult>) {
+        fn readiness(&mut self, index: usize, result: Option<ProbeResult>) {
             let id = self.id(index);
-            match result {
-                Some(result) => self.probes.startup.insert(id, result),
-                None => self.probes.startup.remove(&id),
-            };
+            set(&mut self.probes.readiness, id, result);
+        }
+
+        fn startup(&mut self, index: usize, result: Option<ProbeResult>) {
+            let id = self.id(index);
+            set(&mut self.probes.startup, id, result);
         }
 
         fn actions(&self) -> PodActions {
@@ -716,6 +719,14 @@ mod tests {
                 },
             ]);
         }
+    }
+
+    /// Sets a result, or removes it with `None` (upstream's `Set` and `Remove`).
+    fn set(results: &mut BTreeMap<String, ProbeResult>, id: String, result: Option<ProbeResult>) {
+        match result {
+            Some(result) => results.insert(id, result),
+            None => results.remove(&id),
+        };
     }
 
     fn container(name: &str, image: &str) -> k8s::Container {
@@ -812,7 +823,7 @@ mod tests {
 
     /// The base pod with three running sidecars, the last two probed and started, and no regular
     /// container status (upstream's `makeBasePodAndStatusWithRestartableInitContainers`, with the
-    /// startup results its table sets before every case).
+    /// liveness and startup Success its table sets for the probed two before every case).
     fn with_restartable_init_containers() -> Case {
         let init = vec![
             sidecar("restartable-init-1", false),
@@ -820,8 +831,10 @@ mod tests {
             sidecar("restartable-init-3", true),
         ];
         let mut case = with_init(base(), init, Running);
-        case.startup(1, Some(StartupResult::Succeeded));
-        case.startup(2, Some(StartupResult::Succeeded));
+        for index in [1, 2] {
+            case.liveness(index, Some(ProbeResult::Success));
+            case.startup(index, Some(ProbeResult::Success));
+        }
         case
     }
 
@@ -1073,7 +1086,7 @@ mod tests {
     #[case::kill_and_recreate_the_container_if_the_liveness_check_has_failed(
         |c: &mut Case| {
             c.policy("Always");
-            c.liveness_failed(1);
+            c.liveness(1, Some(ProbeResult::Failure));
         },
         PodActions {
             containers_to_kill: kills(&[(
@@ -1086,7 +1099,7 @@ mod tests {
     #[case::kill_and_recreate_the_container_if_the_startup_check_has_failed(
         |c: &mut Case| {
             c.policy("Always");
-            c.startup(1, Some(StartupResult::Failed));
+            c.startup(1, Some(ProbeResult::Failure));
         },
         PodActions {
             containers_to_kill: kills(&[(
@@ -1295,18 +1308,18 @@ mod tests {
         },
         start_init(&[1])
     )]
-    // Upstream removes restartable-init-2's liveness result; absent is the port's only "not failed".
     #[case::liveness_probe_has_not_been_run_start_the_nothing(
         |c: &mut Case| {
             c.policy("Always");
+            c.liveness(1, None);
             c.keep_statuses(0..2);
         },
         start_init(&[2])
     )]
-    // Upstream sets restartable-init-2's liveness to Unknown, which the port does not tell apart.
     #[case::liveness_probe_in_progress_start_the_next(
         |c: &mut Case| {
             c.policy("Always");
+            c.liveness(1, Some(ProbeResult::Unknown));
             c.keep_statuses(0..2);
         },
         start_init(&[2])
@@ -1321,7 +1334,7 @@ mod tests {
     #[case::kill_and_recreate_the_restartable_init_container_if_the_liveness_check_has_failed(
         |c: &mut Case| {
             c.policy("Always");
-            c.liveness_failed(2);
+            c.liveness(2, Some(ProbeResult::Failure));
         },
         PodActions {
             init_containers_to_start: vec![2],
@@ -1340,11 +1353,10 @@ mod tests {
         },
         no_action()
     )]
-    // Upstream sets restartable-init-2's startup result to Unknown: still waiting, like absent.
     #[case::startup_probe_in_progress_do_nothing(
         |c: &mut Case| {
             c.policy("Always");
-            c.startup(1, None);
+            c.startup(1, Some(ProbeResult::Unknown));
             c.keep_statuses(0..2);
         },
         no_action()
@@ -1362,7 +1374,7 @@ mod tests {
             if let Some(init) = c.spec().init_containers.as_mut() {
                 init[2].startup_probe = Some(k8s::Probe::default());
             }
-            c.startup(2, Some(StartupResult::Failed));
+            c.startup(2, Some(ProbeResult::Failure));
         },
         PodActions {
             containers_to_kill: kills(&[(
@@ -1901,10 +1913,24 @@ mod tests {
         },
         start(&[1])
     )]
+    // Only a Failure kills a running container: Unknown and Success keep it, and readiness is
+    // never read (the kubelet's readiness results gate traffic, not restarts).
+    #[case::an_unknown_liveness_result_keeps_the_container(
+        |c: &mut Case| c.liveness(1, Some(ProbeResult::Unknown)),
+        no_action()
+    )]
+    #[case::an_unknown_startup_result_keeps_the_container(
+        |c: &mut Case| c.startup(1, Some(ProbeResult::Unknown)),
+        no_action()
+    )]
+    #[case::a_failed_readiness_probe_restarts_nothing(
+        |c: &mut Case| c.readiness(1, Some(ProbeResult::Failure)),
+        no_action()
+    )]
     #[case::a_failed_liveness_probe_under_never_kills_without_restart(
         |c: &mut Case| {
             c.policy("Never");
-            c.liveness_failed(1);
+            c.liveness(1, Some(ProbeResult::Failure));
         },
         PodActions {
             containers_to_kill: kills(&[(
@@ -1976,7 +2002,7 @@ mod tests {
     fn the_same_inputs_give_the_same_actions() {
         let mut case = with_restartable_init_containers();
         case.state(0, Exited);
-        case.liveness_failed(2);
+        case.liveness(2, Some(ProbeResult::Failure));
         assert_eq!(case.actions(), case.actions());
     }
 }

@@ -18,6 +18,7 @@ mod container_config;
 mod delete;
 mod gc;
 mod hash;
+mod hooks;
 mod images;
 pub mod phase;
 pub mod pod;
@@ -47,7 +48,7 @@ pub use sandbox_config::{
 };
 pub use sync_pod::{PodSync, SyncOptions};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -154,23 +155,32 @@ pub enum KillReason {
     Unknown,
 }
 
-/// The prober's latest answers for the pod's containers, by runtime container id. The harness runs
-/// no prober; a case or a caller states the results. Absent means "no result yet" for startup and
-/// "not failed" for liveness.
+/// The prober's latest answers for the pod's containers, by runtime container id, one map per
+/// probe kind as today's kubelet keeps them (its liveness, readiness and startup results managers).
+/// The harness runs no prober; a case or a caller states the results. A container absent from a
+/// map has no result yet, which is not the same as [`ProbeResult::Unknown`]: a result the prober
+/// has set but that is not yet known either way.
+///
+/// `compute_pod_actions` reads liveness and startup only, as the kubelet does: readiness decides
+/// whether a pod serves traffic, never whether a container is restarted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ProbeResults {
-    /// Containers whose liveness probe failed.
-    pub liveness_failed: BTreeSet<String>,
+    /// Liveness probe results.
+    pub liveness: BTreeMap<String, ProbeResult>,
+    /// Readiness probe results.
+    pub readiness: BTreeMap<String, ProbeResult>,
     /// Startup probe results.
-    pub startup: BTreeMap<String, StartupResult>,
+    pub startup: BTreeMap<String, ProbeResult>,
 }
 
-/// One startup probe result.
+/// One probe result (the kubelet's `proberesults.Result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StartupResult {
-    /// The probe succeeded: the container has started.
-    Succeeded,
-    /// The probe failed: the container is killed and restarted.
-    Failed,
+pub enum ProbeResult {
+    /// The probe passed.
+    Success,
+    /// The probe failed: for liveness and startup, the container is killed.
+    Failure,
+    /// The probe has a result that is neither, e.g. a startup probe still in progress.
+    Unknown,
 }

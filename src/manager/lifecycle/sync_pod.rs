@@ -15,7 +15,8 @@ use super::sandbox_config::{
     build_pod_logs_directory, format_pod, generate_pod_sandbox_config, identity, is_host_network,
 };
 use super::{
-    compute_pod_actions_with, pod, resize, ContainerToKill, KillReason, PodActions, ProbeResults,
+    compute_pod_actions_with, pod, resize, ContainerKind, ContainerToKill, KillReason, PodActions,
+    ProbeResults,
 };
 use crate::cri::v1;
 use crate::manager::{
@@ -23,7 +24,7 @@ use crate::manager::{
     Pod, PodSpec, PodStatus, PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR,
     CRASH_LOOP_BACK_OFF, CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR,
     CREATE_POD_SANDBOX_ERROR, KILL_CONTAINER_ERROR, MINIMUM_GRACE_PERIOD_SECONDS,
-    RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
+    POST_START_HOOK_ERROR, RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
 };
 
 /// What a sync needs beyond the pod and its status: where the harness keeps pod logs and
@@ -119,7 +120,9 @@ impl KubeGenericRuntimeManager {
     /// Carries out `actions` for `pod` whose runtime state is `status`: steps 2 to 9 of
     /// today's SyncPod (kuberuntime_manager.go) after computePodActions. The 2016 seed's SyncPod
     /// answered "not implemented"; this follows today's kubelet. Left out: events, DRA, image
-    /// volumes, the pod-level cgroups of an in-place resize and the hooks (none run in the harness). A step that fails is
+    /// volumes, the pod-level cgroups of an in-place resize, and the PreStop hooks of a whole
+    /// pod's kill (it goes through the seed's `kill_pod`, whose spec carries no hooks). A step
+    /// that fails is
     /// recorded in its result; a failed kill, a failed sandbox and a failed regular init
     /// container end the sync, as in the kubelet. Killing the whole pod goes through
     /// [`KubeGenericRuntimeManager::kill_pod`], so it keeps that call's (the seed's) rules.
@@ -157,14 +160,7 @@ impl KubeGenericRuntimeManager {
         } else {
             for (id, info) in &actions.containers_to_kill {
                 let mut step = SyncResult::new(SyncAction::KillContainer, info.name.clone());
-                let grace = kill_grace_period(pod, info);
-                tracing::debug!(container = %info.name, id, reason = ?info.reason, message = %info.message, "killing container");
-                let outcome = match self.client().stop_container(id, grace).await {
-                    // The same rule as the pod's kill: today's kubelet takes a container the
-                    // runtime no longer has as stopped, the seed does not.
-                    Err(err) if self.profile.forgives(err.code) => Ok(()),
-                    outcome => outcome,
-                };
+                let outcome = self.kill_container(pod, id, info).await;
                 let failed = outcome.is_err();
                 if let Err(err) = outcome {
                     step.fail(KILL_CONTAINER_ERROR, err.to_string());
@@ -419,7 +415,8 @@ impl KubeGenericRuntimeManager {
 
     /// Ensures the image, works out the restart count, generates the config, then
     /// CreateContainer and StartContainer; a failure answers its error kind and message. Ports
-    /// `startContainer` (kuberuntime_container.go) without hooks or the legacy log symlink.
+    /// `startContainer` (kuberuntime_container.go) with its PostStart hook, without the legacy log
+    /// symlink.
     #[allow(clippy::too_many_arguments)]
     async fn start_container(
         &self,
@@ -499,7 +496,70 @@ impl KubeGenericRuntimeManager {
             .start_container(&id)
             .await
             .map_err(|err| (RUN_CONTAINER_ERROR, err.message))?;
+
+        // The PostStart hook; one that fails kills the container it ran in, and the start fails.
+        let post_start = container
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.post_start.as_ref());
+        if let Some(handler) = post_start {
+            if let Err(message) = self
+                .run_lifecycle_handler(&id, pod, container, handler)
+                .await
+            {
+                let info = ContainerToKill {
+                    name: container.name.clone(),
+                    kind: ContainerKind::Regular,
+                    reason: KillReason::FailedPostStartHook,
+                    message: "FailedPostStartHook".to_owned(),
+                };
+                if let Err(err) = self.kill_container(pod, &id, &info).await {
+                    tracing::warn!(container = %container.name, %err, "killing a container whose PostStart hook failed");
+                }
+                return Err((POST_START_HOOK_ERROR, message));
+            }
+        }
         Ok(())
+    }
+
+    /// Stops one container of the pod: its PreStop hook first, if it has one and the grace period
+    /// leaves time, bounded by that grace period, whose whole seconds spent are taken from what
+    /// StopContainer is given; never under 2 s. A failed hook does not fail the kill. Ports
+    /// today's `killContainer` for a pod whose spec is known (SyncPod's single kills and a failed
+    /// PostStart). A hook still running when the grace period ends is abandoned: its ExecSync
+    /// call is cancelled, where the kubelet leaves its goroutine to finish.
+    async fn kill_container(
+        &self,
+        pod: &k8s::Pod,
+        id: &str,
+        info: &ContainerToKill,
+    ) -> Result<(), crate::cri::CallError> {
+        let mut grace = termination_grace_period(pod, info);
+        tracing::debug!(container = %info.name, id, reason = ?info.reason, message = %info.message, grace, "killing container");
+        let pre_stop = container_spec(pod, &info.name)
+            .and_then(|c| Some((c, c.lifecycle.as_ref()?.pre_stop.as_ref()?)));
+        if let Some((container, handler)) = pre_stop.filter(|_| grace > 0) {
+            let started = std::time::Instant::now();
+            let bound = std::time::Duration::from_secs(u64::try_from(grace).unwrap_or(0));
+            let hook = self.run_lifecycle_handler(id, pod, container, handler);
+            match tokio::time::timeout(bound, hook).await {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => {
+                    tracing::info!(container = %info.name, %message, "PreStop hook failed")
+                }
+                Err(_) => {
+                    tracing::info!(container = %info.name, grace, "PreStop hook not completed in grace period")
+                }
+            }
+            grace -= i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX);
+        }
+        let grace = grace.max(MINIMUM_GRACE_PERIOD_SECONDS);
+        match self.client().stop_container(id, grace).await {
+            // The same rule as the pod's kill: today's kubelet takes a container the runtime no
+            // longer has as stopped, the seed does not.
+            Err(err) if self.profile.forgives(err.code) => Ok(()),
+            outcome => outcome,
+        }
     }
 
     /// Removes every instance of every init container (the sandbox is being recreated, so they
@@ -604,24 +664,35 @@ fn go_duration(duration: std::time::Duration) -> String {
     }
 }
 
-/// The StopContainer timeout of a container SyncPod kills: the pod's deletion grace period,
-/// else (for a failed probe that sets its own) the probe's, else the termination grace period,
-/// else 2 s; never under 2 s. Ports `setTerminationGracePeriod` and the clamp of today's
-/// `killContainer`.
+/// The StopContainer timeout of a container SyncPod kills when it has no PreStop hook: the
+/// grace period, never under 2 s (the clamp of today's `killContainer`).
+#[cfg(test)]
 fn kill_grace_period(pod: &k8s::Pod, info: &ContainerToKill) -> i64 {
-    let spec = pod.spec.as_ref();
-    let container = spec.and_then(|s| {
+    termination_grace_period(pod, info).max(MINIMUM_GRACE_PERIOD_SECONDS)
+}
+
+/// The container of the pod's spec called `name`, regular or init.
+fn container_spec<'a>(pod: &'a k8s::Pod, name: &str) -> Option<&'a k8s::Container> {
+    pod.spec.as_ref().and_then(|s| {
         s.containers
             .iter()
             .chain(s.init_containers.iter().flatten())
-            .find(|c| c.name == info.name)
-    });
+            .find(|c| c.name == name)
+    })
+}
+
+/// A killed container's grace period, before any PreStop hook spends of it: the pod's deletion
+/// grace period, else (for a failed probe that sets its own) the probe's, else the termination
+/// grace period, else 2 s. Ports `setTerminationGracePeriod`.
+fn termination_grace_period(pod: &k8s::Pod, info: &ContainerToKill) -> i64 {
+    let spec = pod.spec.as_ref();
+    let container = container_spec(pod, &info.name);
     let probe = container.and_then(|c| match info.reason {
         KillReason::StartupProbe => c.startup_probe.as_ref(),
         KillReason::LivenessProbe => c.liveness_probe.as_ref(),
         _ => None,
     });
-    let grace = match (
+    match (
         pod.metadata.deletion_grace_period_seconds,
         spec.and_then(|s| s.termination_grace_period_seconds),
     ) {
@@ -630,8 +701,7 @@ fn kill_grace_period(pod: &k8s::Pod, info: &ContainerToKill) -> i64 {
             .and_then(|p| p.termination_grace_period_seconds)
             .unwrap_or(termination),
         (None, None) => MINIMUM_GRACE_PERIOD_SECONDS,
-    };
-    grace.max(MINIMUM_GRACE_PERIOD_SECONDS)
+    }
 }
 
 /// The restart count a container's log files imply: one past the highest `<n>.log` (or
@@ -826,6 +896,27 @@ spec:
         }
         std::fs::create_dir(dir.path().join("9.log")).unwrap();
         assert_eq!(restart_count_by_log_dir(dir.path()), 4);
+    }
+
+    /// TestRestartCountByLogDir (kuberuntime_container_test.go, v1.34): the log file names a
+    /// container's log directory holds, and the restart count they imply.
+    #[rstest]
+    #[case::one_rotated_file(&["0.log.rotated-log"], 1)]
+    #[case::one_file(&["0.log"], 1)]
+    #[case::three_files(&["0.log", "1.log", "2.log"], 3)]
+    #[case::a_rotated_file_among_them(&["0.log.rotated", "1.log", "2.log"], 3)]
+    #[case::rotated_files_only(&["5.log.rotated", "6.log.rotated"], 7)]
+    #[case::rotated_and_current(&["5.log.rotated", "6.log", "7.log"], 8)]
+    #[case::no_restart_count_files(&["a.log.rotated", "b.log.rotated", "12log"], 0)]
+    fn restart_count_by_log_dir_matches_test_restart_count_by_log_dir(
+        #[case] files: &[&str],
+        #[case] expected: u32,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        for name in files {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        assert_eq!(restart_count_by_log_dir(dir.path()), expected);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub struct PodStatusExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a container status expectation: `name`, `image`, `hash`, `restart_count`, `state`, `exit_code`, `reason`, `created_at`"
+    expecting = "a container status expectation: `name`, `image`, `hash`, `restart_count`, `state`, `exit_code`, `reason`, `message`, `created_at`, `started_at`, `finished_at`"
 )]
 pub struct ContainerExpect {
     /// The container name.
@@ -100,9 +100,18 @@ pub struct ContainerExpect {
     /// The runtime's short reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The runtime's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// Creation time, whole seconds since the Unix epoch (on the mock's set clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
+    /// Start time, whole seconds since the Unix epoch; 0 where the kubelet keeps none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Finish time, whole seconds since the Unix epoch; 0 where the kubelet keeps none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
 }
 
 impl StepDef for GetPodStatus {
@@ -242,9 +251,11 @@ fn check_container(field: &str, want: &ContainerExpect, got: &ContainerStatus) -
     check("state", want.state.map(|s| s.0.name().to_owned()), got.state.name().to_owned())?;
     check("exit_code", want.exit_code.map(|n| n.to_string()), got.exit_code.to_string())?;
     check("reason", want.reason.clone(), got.reason.clone())?;
-    check(
-        "created_at",
-        want.created_at.map(|s| s.to_string()),
-        got.created_at.div_euclid(1_000_000_000).to_string(),
-    )
+    check("message", want.message.clone(), got.message.clone())?;
+    let seconds = |name: &str, wanted: Option<i64>, nanos: i64| {
+        check(name, wanted.map(|s| s.to_string()), nanos.div_euclid(1_000_000_000).to_string())
+    };
+    seconds("created_at", want.created_at, got.created_at)?;
+    seconds("started_at", want.started_at, got.started_at)?;
+    seconds("finished_at", want.finished_at, got.finished_at)
 }

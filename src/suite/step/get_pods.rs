@@ -50,7 +50,7 @@ pub struct GetPodsExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a pod expectation: `name`, `namespace`, `sandboxes`, `containers`, `states`"
+    expecting = "a pod expectation: `name`, `namespace`, `sandboxes`, `containers`, `states`, `created_at`"
 )]
 pub struct PodExpect {
     /// The pod's name as the manager reports it.
@@ -68,6 +68,10 @@ pub struct PodExpect {
     /// States of sandboxes (running = ready, exited = not ready) and containers by alias.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub states: BTreeMap<String, State>,
+    /// The pod's CreatedAt, whole seconds since the Unix epoch: its last sandbox's under today's
+    /// kubelet, 0 under the seed's (which had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
 }
 
 impl StepDef for GetPods {
@@ -189,6 +193,13 @@ fn check_pod(world: &World, field: &str, expect: &PodExpect, pod: &Pod) -> Resul
             .find(|c| world.alias_of(&c.id.id) == *alias)
             .map_or("absent", |c| c.state.name());
         expect_eq(format!("{field}.states.{alias}"), state.0.name(), actual)?;
+    }
+    if let Some(seconds) = expect.created_at {
+        expect_eq(
+            format!("{field}.created_at"),
+            &seconds.to_string(),
+            &pod.created_at.div_euclid(1_000_000_000).to_string(),
+        )?;
     }
     Ok(())
 }

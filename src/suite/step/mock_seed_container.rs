@@ -24,7 +24,7 @@ fn is_running(state: &State) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `mock_seed_container` step: `as`, `sandbox`, `name`, `metadata`, `attempt`, `state`, `created_at`, `image`, `pod_labels`, `labels`, `annotations`"
+    expecting = "a `mock_seed_container` step: `as`, `sandbox`, `name`, `metadata`, `attempt`, `state`, `created_at`, `started_at`, `finished_at`, `exit_code`, `reason`, `message`, `image`, `pod_labels`, `labels`, `annotations`"
 )]
 pub struct MockSeedContainer {
     /// Container alias.
@@ -47,6 +47,21 @@ pub struct MockSeedContainer {
     /// Creation time in seconds since the Unix epoch (default: now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
+    /// Start time in seconds since the Unix epoch (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Finish time in seconds since the Unix epoch (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    /// Exit code the status reports, whatever the state (default 0).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub exit_code: i32,
+    /// The status's short reason (default "").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// The status's message (default "").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
     /// Image symbol or reference.
     #[serde(default = "busybox", skip_serializing_if = "is_busybox")]
     pub image: String,
@@ -94,6 +109,11 @@ impl StepDef for MockSeedContainer {
             }),
             state: self.state.0.to_cri_container() as i32,
             created_at: seed_time(self.created_at),
+            started_at: self.started_at.map_or(0, |s| seed_time(Some(s))),
+            finished_at: self.finished_at.map_or(0, |s| seed_time(Some(s))),
+            exit_code: self.exit_code,
+            reason: self.reason.clone(),
+            message: self.message.clone(),
             image: Some(v1::ImageSpec {
                 image: image.clone(),
                 ..Default::default()

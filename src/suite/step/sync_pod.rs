@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::{is_default, Action, Kind, SandboxState, Scope, State, StepDef, TextExpect};
 use crate::cri::{labels, v1};
 use crate::manager::lifecycle::{
-    ResourceName,
-    k8s, pod, Backoff, Clock, ManualClock, PodSync, ProbeResults, StartupResult, SyncOptions,
+    build_container_log_path, build_pod_logs_directory, k8s, pod, Backoff, Clock, ManualClock,
+    PodSync, ProbeResult, ProbeResults, ResourceName, SyncOptions,
     WallClock,
 };
 use crate::manager::ContainerState;
@@ -90,29 +90,50 @@ pub enum Until {
     Settled,
 }
 
-/// The prober's answers a case states.
+/// The prober's answers a case states, by container name and probe kind. A container a map leaves
+/// out has no result yet.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "probe results: `liveness_failed`, `startup`"
+    expecting = "probe results: `liveness`, `readiness`, `startup`, `liveness_failed`"
 )]
 pub struct Probes {
-    /// Containers (by name) whose liveness probe failed.
+    /// Liveness results: `success`, `failure` or `unknown`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub liveness: BTreeMap<String, Probe>,
+    /// Readiness results (the kubelet's SyncPod does not read them; a case shows so).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub readiness: BTreeMap<String, Probe>,
+    /// Startup results.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub startup: BTreeMap<String, Probe>,
+    /// Shorthand: containers whose liveness result is `failure`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub liveness_failed: Vec<String>,
-    /// Startup probe results by container name: `succeeded` or `failed`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub startup: BTreeMap<String, Startup>,
 }
 
-/// A startup probe result as a suite writes it.
+/// A probe result as a suite writes it (`succeeded` and `failed` are read too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Startup {
-    /// The probe succeeded.
-    Succeeded,
+pub enum Probe {
+    /// The probe passed.
+    #[serde(alias = "succeeded")]
+    Success,
     /// The probe failed.
-    Failed,
+    #[serde(alias = "failed")]
+    Failure,
+    /// The prober has a result that is neither (e.g. a startup probe in progress).
+    Unknown,
+}
+
+impl From<Probe> for ProbeResult {
+    fn from(probe: Probe) -> Self {
+        match probe {
+            Probe::Success => ProbeResult::Success,
+            Probe::Failure => ProbeResult::Failure,
+            Probe::Unknown => ProbeResult::Unknown,
+        }
+    }
 }
 
 /// What `sync_pod` checks, each exactly.
@@ -472,16 +493,19 @@ impl SyncPod {
                 .id
                 .clone())
         };
-        let mut probes = ProbeResults::default();
+        let by_id = |results: &BTreeMap<String, Probe>| {
+            results
+                .iter()
+                .map(|(name, result)| Ok((id(name)?, ProbeResult::from(*result))))
+                .collect::<Result<BTreeMap<_, _>, StepError>>()
+        };
+        let mut probes = ProbeResults {
+            liveness: by_id(&self.probes.liveness)?,
+            readiness: by_id(&self.probes.readiness)?,
+            startup: by_id(&self.probes.startup)?,
+        };
         for name in &self.probes.liveness_failed {
-            probes.liveness_failed.insert(id(name)?);
-        }
-        for (name, result) in &self.probes.startup {
-            let result = match result {
-                Startup::Succeeded => StartupResult::Succeeded,
-                Startup::Failed => StartupResult::Failed,
-            };
-            probes.startup.insert(id(name)?, result);
+            probes.liveness.insert(id(name)?, ProbeResult::Failure);
         }
         Ok(probes)
     }
@@ -535,6 +559,12 @@ impl SyncPod {
             })
             .collect();
 
+        let pod_log_dir = build_pod_logs_directory(
+            &world.host_path(POD_LOGS_ROOT)?,
+            pod::namespace(manifest),
+            pod::name(manifest),
+            pod::uid(manifest),
+        );
         let mut containers = world
             .runtime
             .list_containers(Some(v1::ContainerFilter {
@@ -575,7 +605,9 @@ impl SyncPod {
                     .as_ref()
                     .map(|i| i.image.clone())
                     .unwrap_or_default(),
-                log_path: None,
+                // Where the sync put its log (`<pod log dir>/<name>/<attempt>.log`), so
+                // `check_log` reads what the instance wrote.
+                log_path: Some(pod_log_dir.join(build_container_log_path(&name, number))),
             });
             if is_newest {
                 let status = world.runtime.container_status(&container.id).await?;
