@@ -766,6 +766,87 @@ spec:
         );
     }
 
+    /// One container `foo` with the probes' grace periods given, and the pod's.
+    fn graced(pod_grace: Option<i64>, startup: Option<i64>, liveness: Option<i64>) -> k8s::Pod {
+        let probe = |grace: Option<i64>| {
+            grace.map(|grace| k8s::Probe {
+                termination_grace_period_seconds: Some(grace),
+                ..Default::default()
+            })
+        };
+        k8s::Pod {
+            spec: Some(k8s::PodSpec {
+                containers: vec![k8s::Container {
+                    name: "foo".to_owned(),
+                    startup_probe: probe(startup),
+                    liveness_probe: probe(liveness),
+                    ..Default::default()
+                }],
+                termination_grace_period_seconds: pod_grace,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    // TestKillContainerGracePeriod (kuberuntime_container_test.go), row by row: short 10 s,
+    // medium 30 s, long 60 s.
+    #[rstest]
+    #[case::default_termination_grace_period(graced(None, None, None), KillReason::Unknown, 2)]
+    #[case::use_pod_termination_grace_period(graced(Some(60), None, None), KillReason::Unknown, 60)]
+    #[case::liveness_probe_overrides_pod_termination_grace_period(
+        graced(Some(60), None, Some(10)),
+        KillReason::LivenessProbe,
+        10
+    )]
+    #[case::startup_probe_overrides_pod_termination_grace_period(
+        graced(Some(60), Some(10), None),
+        KillReason::StartupProbe,
+        10
+    )]
+    #[case::startup_probe_overrides_pod_termination_grace_period_probe_period_pod_period(
+        graced(Some(10), Some(60), None),
+        KillReason::StartupProbe,
+        60
+    )]
+    #[case::liveness_probe_overrides_pod_termination_grace_period_probe_period_pod_period(
+        graced(Some(10), None, Some(60)),
+        KillReason::LivenessProbe,
+        60
+    )]
+    #[case::non_liveness_probe_failure_use_pod_termination_grace_period(
+        graced(Some(60), None, Some(10)),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::non_startup_probe_failure_use_pod_termination_grace_period(
+        graced(Some(60), Some(10), None),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::all_three_grace_periods_set_use_pod_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::all_three_grace_periods_set_use_startup_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::StartupProbe,
+        10
+    )]
+    #[case::all_three_grace_periods_set_use_liveness_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::LivenessProbe,
+        30
+    )]
+    fn kill_grace_period_matches_test_kill_container_grace_period(
+        #[case] pod: k8s::Pod,
+        #[case] reason: KillReason,
+        #[case] expected: i64,
+    ) {
+        assert_eq!(kill_grace_period(&pod, &to_kill("foo", reason)), expected);
+    }
+
     #[test]
     fn the_restart_count_is_one_past_the_highest_log_file() {
         let dir = tempfile::tempdir().unwrap();
