@@ -411,6 +411,14 @@ mod tests {
         v1::LinuxContainerResources { cpu_period: 100_000, cpu_quota: 20_000, cpu_shares: 102, memory_limit_in_bytes: 1 << 20, ..Default::default() },
         Some(RuntimeResources { cpu_limit: Some(200), cpu_request: Some(100), memory_limit: Some(1 << 20) })
     )]
+    #[case::cpu_only(
+        v1::LinuxContainerResources { cpu_period: 100_000, cpu_quota: 50_000, cpu_shares: 512, ..Default::default() },
+        Some(RuntimeResources { cpu_limit: Some(500), cpu_request: Some(500), memory_limit: None })
+    )]
+    #[case::memory_only(
+        v1::LinuxContainerResources { memory_limit_in_bytes: 64 << 20, ..Default::default() },
+        Some(RuntimeResources { cpu_limit: None, cpu_request: None, memory_limit: Some(64 << 20) })
+    )]
     #[case::no_quota(
         v1::LinuxContainerResources { cpu_period: 100_000, cpu_quota: -1, cpu_shares: 2, ..Default::default() },
         Some(RuntimeResources { cpu_limit: None, cpu_request: Some(2), memory_limit: None })

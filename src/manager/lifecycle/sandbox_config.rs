@@ -739,4 +739,86 @@ spec:
         assert_eq!(kept.len(), 31, "32 kept, then the over-long one dropped");
         assert_eq!(kept[0], "d0.example");
     }
+
+    // TestNamespacesForPod (kuberuntime/util/util_test.go), row by row. Upstream's nil pod has no
+    // counterpart in Rust; a pod without a spec is the closest and must read the same.
+    #[rstest]
+    #[case::nil_pod_default_v1_namespaces(None, (v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Container))]
+    #[case::v1_pod_default_namespaces(Some("{}"), (v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Container))]
+    #[case::host_namespaces(
+        Some("{hostIPC: true, hostNetwork: true, hostPID: true}"),
+        (v1::NamespaceMode::Node, v1::NamespaceMode::Node, v1::NamespaceMode::Node)
+    )]
+    #[case::shared_process_namespace_feature_enabled(
+        Some("{shareProcessNamespace: true}"),
+        (v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Pod)
+    )]
+    #[case::shared_process_namespace_redundant_flag_feature_enabled(
+        Some("{shareProcessNamespace: false}"),
+        (v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Container)
+    )]
+    fn namespaces_for_pod_matches_test_namespaces_for_pod(
+        #[case] spec: Option<&str>,
+        #[case] expected: (v1::NamespaceMode, v1::NamespaceMode, v1::NamespaceMode),
+    ) {
+        let pod = k8s::Pod {
+            spec: spec.map(|spec| {
+                let mut spec: k8s::PodSpec = serde_saphyr::from_str(spec).unwrap();
+                spec.containers = vec![];
+                spec
+            }),
+            ..Default::default()
+        };
+        let ns = namespaces_for_pod(&pod);
+        // (ipc, network, pid), the order upstream's expected NamespaceOption lists them in.
+        assert_eq!((ns.ipc(), ns.network(), ns.pid()), expected);
+    }
+
+    // TestGeneratePodSandboxLinuxConfigSeccomp (kuberuntime_sandbox_test.go), row by row: the
+    // sandbox's seccomp profile is RuntimeDefault whatever the pod asks. Upstream's helper drops
+    // the annotation arguments; the port sets them, which asks more of the rule.
+    #[rstest]
+    #[case::no_seccomp_defined_at_pod_level_should_return_runtime_default("{}", "{}")]
+    #[case::seccomp_field_defined_at_pod_level_should_not_be_honoured(
+        "{}",
+        "{securityContext: {seccompProfile: {type: Unconfined}}}"
+    )]
+    #[case::seccomp_field_defined_at_container_level_should_not_be_honoured(
+        "{}",
+        "{containers: [{name: foo, securityContext: {seccompProfile: {type: Unconfined}}}]}"
+    )]
+    #[case::seccomp_annotation_defined_at_pod_level_should_not_be_honoured(
+        "{annotations: {seccomp.security.alpha.kubernetes.io/pod: unconfined}}",
+        "{}"
+    )]
+    #[case::seccomp_annotation_defined_at_container_level_should_not_be_honoured(
+        "{annotations: {container.seccomp.security.alpha.kubernetes.io/foo: unconfined}}",
+        "{}"
+    )]
+    fn linux_config_matches_test_generate_pod_sandbox_linux_config_seccomp(
+        #[case] metadata: &str,
+        #[case] spec: &str,
+    ) {
+        let mut spec: k8s::PodSpec = serde_saphyr::from_str(spec).unwrap();
+        if spec.containers.is_empty() {
+            spec.containers = vec![k8s::Container {
+                name: "foo".to_owned(),
+                image: Some("busybox".to_owned()),
+                ..Default::default()
+            }];
+        }
+        let pod = k8s::Pod {
+            metadata: serde_saphyr::from_str(metadata).unwrap(),
+            spec: Some(spec),
+            ..Default::default()
+        };
+        let seccomp = linux_config(&pod)
+            .security_context
+            .and_then(|sc| sc.seccomp)
+            .map(|s| s.profile_type());
+        assert_eq!(
+            seccomp,
+            Some(v1::security_profile::ProfileType::RuntimeDefault)
+        );
+    }
 }

@@ -886,6 +886,87 @@ spec:
         );
     }
 
+    /// One container `foo` with the probes' grace periods given, and the pod's.
+    fn graced(pod_grace: Option<i64>, startup: Option<i64>, liveness: Option<i64>) -> k8s::Pod {
+        let probe = |grace: Option<i64>| {
+            grace.map(|grace| k8s::Probe {
+                termination_grace_period_seconds: Some(grace),
+                ..Default::default()
+            })
+        };
+        k8s::Pod {
+            spec: Some(k8s::PodSpec {
+                containers: vec![k8s::Container {
+                    name: "foo".to_owned(),
+                    startup_probe: probe(startup),
+                    liveness_probe: probe(liveness),
+                    ..Default::default()
+                }],
+                termination_grace_period_seconds: pod_grace,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    // TestKillContainerGracePeriod (kuberuntime_container_test.go), row by row: short 10 s,
+    // medium 30 s, long 60 s.
+    #[rstest]
+    #[case::default_termination_grace_period(graced(None, None, None), KillReason::Unknown, 2)]
+    #[case::use_pod_termination_grace_period(graced(Some(60), None, None), KillReason::Unknown, 60)]
+    #[case::liveness_probe_overrides_pod_termination_grace_period(
+        graced(Some(60), None, Some(10)),
+        KillReason::LivenessProbe,
+        10
+    )]
+    #[case::startup_probe_overrides_pod_termination_grace_period(
+        graced(Some(60), Some(10), None),
+        KillReason::StartupProbe,
+        10
+    )]
+    #[case::startup_probe_overrides_pod_termination_grace_period_probe_period_pod_period(
+        graced(Some(10), Some(60), None),
+        KillReason::StartupProbe,
+        60
+    )]
+    #[case::liveness_probe_overrides_pod_termination_grace_period_probe_period_pod_period(
+        graced(Some(10), None, Some(60)),
+        KillReason::LivenessProbe,
+        60
+    )]
+    #[case::non_liveness_probe_failure_use_pod_termination_grace_period(
+        graced(Some(60), None, Some(10)),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::non_startup_probe_failure_use_pod_termination_grace_period(
+        graced(Some(60), Some(10), None),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::all_three_grace_periods_set_use_pod_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::Unknown,
+        60
+    )]
+    #[case::all_three_grace_periods_set_use_startup_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::StartupProbe,
+        10
+    )]
+    #[case::all_three_grace_periods_set_use_liveness_termination_grace_period(
+        graced(Some(60), Some(10), Some(30)),
+        KillReason::LivenessProbe,
+        30
+    )]
+    fn kill_grace_period_matches_test_kill_container_grace_period(
+        #[case] pod: k8s::Pod,
+        #[case] reason: KillReason,
+        #[case] expected: i64,
+    ) {
+        assert_eq!(kill_grace_period(&pod, &to_kill("foo", reason)), expected);
+    }
+
     #[test]
     fn the_restart_count_is_one_past_the_highest_log_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -907,7 +988,18 @@ spec:
     #[case::a_rotated_file_among_them(&["0.log.rotated", "1.log", "2.log"], 3)]
     #[case::rotated_files_only(&["5.log.rotated", "6.log.rotated"], 7)]
     #[case::rotated_and_current(&["5.log.rotated", "6.log", "7.log"], 8)]
+    #[case::no_files(&[], 0)]
     #[case::no_restart_count_files(&["a.log.rotated", "b.log.rotated", "12log"], 0)]
+    #[case::a_doubled_log_suffix(&["145.log.log.rotated"], 146)]
+    #[case::a_count_past_any_integer(&["92233720368547758089223372036854775808.log.rotated"], 0)]
+    #[case::an_overflowing_count_among_valid_ones(
+        &["9223372036854775808.log.rotated", "23.log", "23a.log", "1aaa.log.rotated", "2.log", "3.log.rotated"],
+        24
+    )]
+    #[case::a_prefix_before_the_count(&["rotated.23.log"], 0)]
+    #[case::letters_before_the_count(&["mylog42.log"], 0)]
+    #[case::a_negative_count(&["-42.log"], 0)]
+    #[case::rotated_twice(&["6.log", "6.log.rotated", "6.log.rotated.rotated"], 7)]
     fn restart_count_by_log_dir_matches_test_restart_count_by_log_dir(
         #[case] files: &[&str],
         #[case] expected: u32,

@@ -344,11 +344,14 @@ impl StepDef for SyncPod {
 }
 
 /// The names of a manifest's init and app containers.
+/// The names of the manifest's containers, init, regular and ephemeral: each is known to the
+/// case as `ALIAS-NAME`.
 fn container_names(manifest: &k8s::Pod) -> Vec<String> {
     pod::init_containers(manifest)
         .iter()
         .chain(pod::containers(manifest))
         .map(|c| c.name.clone())
+        .chain(pod::ephemeral_containers(manifest).iter().map(|c| c.name.clone()))
         .collect()
 }
 
@@ -383,6 +386,9 @@ impl SyncPod {
                 resolve_image(&mut container.image);
             }
             for container in &mut spec.containers {
+                resolve_image(&mut container.image);
+            }
+            for container in spec.ephemeral_containers.iter_mut().flatten() {
                 resolve_image(&mut container.image);
             }
         }
@@ -740,13 +746,7 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
 
 /// A result's target in suite terms: a container name stays, anything else is redacted.
 fn target(world: &World, manifest: &k8s::Pod, target: &str) -> String {
-    if container_names(manifest).iter().any(|n| n == target)
-        || manifest
-            .spec
-            .as_ref()
-            .and_then(|s| s.ephemeral_containers.as_ref())
-            .is_some_and(|list| list.iter().any(|c| c.name == target))
-    {
+    if container_names(manifest).iter().any(|n| n == target) {
         target.to_owned()
     } else {
         world.redact(target)
