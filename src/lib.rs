@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod contract;
 pub mod cri;
+pub mod fuzz;
 pub mod images;
 pub mod manager;
 pub mod mock;

@@ -334,3 +334,19 @@ mod tests {
     // Without any endpoint the error names every way to give one: tests/cli_endpoints.rs
     // checks it on the binary, whose environment a test controls (this process's is CI's).
 }
+
+/// A mock [`Defect`](crate::mock::Defect) by its name (`StopUnknownContainerNotFound`), for
+/// the hidden options that test the harness itself on a mutated mock.
+pub fn defect_name(name: &str) -> Result<crate::mock::Defect, String> {
+    crate::mock::Defect::ALL
+        .iter()
+        .copied()
+        .find(|d| format!("{d:?}") == name)
+        .ok_or_else(|| {
+            let names: Vec<String> = crate::mock::Defect::ALL
+                .iter()
+                .map(|d| format!("{d:?}"))
+                .collect();
+            format!("unknown defect; valid: {}", names.join(", "))
+        })
+}

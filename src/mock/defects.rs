@@ -58,6 +58,10 @@ pub enum Defect {
     ContainerUserGroupsMissing,
     /// Every seccomp profile is ignored: containers run unconfined.
     SeccompIgnored,
+    /// ListContainerStats ignores the filter's label selector: every container answers.
+    ListContainerStatsIgnoresLabelFilter,
+    /// ListPodSandbox drops the filter's state: sandboxes of every state answer.
+    ListSandboxDropsStateFilter,
 }
 
 impl Defect {
@@ -83,6 +87,8 @@ impl Defect {
         Defect::StrictGroupsMerged,
         Defect::ContainerUserGroupsMissing,
         Defect::SeccompIgnored,
+        Defect::ListContainerStatsIgnoresLabelFilter,
+        Defect::ListSandboxDropsStateFilter,
     ];
 }
 
