@@ -111,7 +111,12 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
                 version.runtime_name,
                 version.runtime_version
             );
-            (Where::Endpoint(client), version)
+            let systemd = client.runtime_config().await.is_ok_and(|answer| {
+                answer
+                    .linux
+                    .is_some_and(|l| l.cgroup_driver == cri::v1::CgroupDriver::Systemd as i32)
+            });
+            (Where::Endpoint(client, systemd), version)
         }
     };
     let known = args
@@ -151,6 +156,9 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
             "known [{clause}] in {} sequences ({}): e.g. expected {}, got {}",
             seen.count, seen.reference, seen.example.expected, seen.example.actual
         );
+    }
+    for (failure, seed_line) in &report.unreproduced {
+        println!("unreproduced (the same sequence, run again, passed: a race?): {failure}\n  seed: {seed_line}");
     }
     let Some(shrunk) = &report.failure else {
         println!("no break of the contract found");

@@ -455,9 +455,8 @@ impl Model {
             }
             Call::ListSandboxes { .. } => expect(Ok, "sandbox.list.filters"),
             Call::ListContainers { .. } => expect(Ok, "container.list.filters"),
-            Call::ListContainerStats { .. } | Call::ListSandboxStats { .. } => {
-                expect(Ok, "stats.list.filters")
-            }
+            Call::ListContainerStats { .. } => expect(Ok, "stats.list.filters"),
+            Call::ListSandboxStats { .. } => expect(Ok, "stats.pod.list"),
             Call::PullImage(_) => expect(Ok, "image.pull.answers-image"),
             Call::ImageStatus(img) if self.image_present(img) => {
                 expect(Ok, "image.status.after-pull")

@@ -337,6 +337,22 @@ pub fn suite_case(shrunk: &Shrunk, about: &str) -> FuzzCase {
         steps.extend(steps_of(call, &model, removable));
         model.apply(call, true);
     }
+    // A break at the end, where the fuzzer stops and removes what is left: the same calls.
+    if shrunk.failure.at.is_none() {
+        let (sandboxes, containers) = model.live();
+        for n in containers {
+            steps.push(Step::StopContainer(StopContainer {
+                container: container(n),
+                timeout: 0,
+            }));
+            steps.push(Step::RemoveContainer(RemoveContainer(container(n))));
+            model.apply(&Call::RemoveContainer(Target::N(n)), true);
+        }
+        for n in sandboxes {
+            steps.push(Step::RemoveSandbox(RemoveSandbox(sandbox(n))));
+            model.apply(&Call::RemoveSandbox(Target::N(n)), true);
+        }
+    }
     // The listing checked after every call: where the break was in it, this step shows it.
     let (sandboxes, containers) = model.live();
     if !sandboxes.is_empty() {
