@@ -151,7 +151,11 @@ impl Env {
 
     /// The cgroup parent of sandbox `n`, named as `clean --run-id` finds a run's cgroups.
     fn cgroup_parent(&self, n: usize) -> Option<String> {
-        let name = format!("{}{}-s{n}", crate::world::namespace_prefix(&self.run_id), self.case);
+        let name = format!(
+            "{}{}-s{n}",
+            crate::world::namespace_prefix(&self.run_id),
+            self.case
+        );
         self.cgroups.map(|systemd| {
             if systemd {
                 format!("/{}.slice", name.replace('-', "_"))
@@ -310,7 +314,11 @@ pub async fn run_sequence(env: &Env, ops: &[Op]) -> Result<Executed, FuzzError> 
     outcome?;
     cleaned?;
     if env.cgroups.is_some() {
-        let made = executed.calls.iter().filter(|c| matches!(c, Call::RunSandbox { .. })).count();
+        let made = executed
+            .calls
+            .iter()
+            .filter(|c| matches!(c, Call::RunSandbox { .. }))
+            .count();
         let parents: Vec<String> = (0..made).filter_map(|n| env.cgroup_parent(n)).collect();
         crate::runner::host::remove_cgroups(&parents).map_err(FuzzError::Cgroups)?;
     }
@@ -403,18 +411,30 @@ async fn sequence_body(env: &Env, ops: &[Op], executed: &mut Executed) -> Result
         executed.rpcs += 2;
         let id = &ids.containers[n];
         if let Err(err) = client.stop_container(id, 0).await {
-            executed.failure = Some(end("container.stop.exited", format!("StopContainer c{n}"), err));
+            executed.failure = Some(end(
+                "container.stop.exited",
+                format!("StopContainer c{n}"),
+                err,
+            ));
             return Ok(());
         }
         if let Err(err) = client.remove_container(id).await {
-            executed.failure = Some(end("container.remove.gone", format!("RemoveContainer c{n}"), err));
+            executed.failure = Some(end(
+                "container.remove.gone",
+                format!("RemoveContainer c{n}"),
+                err,
+            ));
             return Ok(());
         }
     }
     for n in sandboxes {
         executed.rpcs += 1;
         if let Err(err) = client.remove_pod_sandbox(&ids.sandboxes[n]).await {
-            executed.failure = Some(end("sandbox.remove.gone", format!("RemovePodSandbox s{n}"), err));
+            executed.failure = Some(end(
+                "sandbox.remove.gone",
+                format!("RemovePodSandbox s{n}"),
+                err,
+            ));
             return Ok(());
         }
     }
@@ -1147,14 +1167,18 @@ fn worker(
         let clause = failure.clause;
         let mut reproduced = false;
         for again in 0..REPRODUCE_TRIES {
-            let rerun = handle.block_on(run_one(shared, worker, format!("{case}-r{again}"), &ops))?;
+            let rerun =
+                handle.block_on(run_one(shared, worker, format!("{case}-r{again}"), &ops))?;
             if rerun.failure.as_ref().is_some_and(|f| f.clause == clause) {
                 reproduced = true;
                 break;
             }
         }
         if !reproduced {
-            let mut report = shared.report.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut report = shared
+                .report
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             report.unreproduced.push((failure, seed_line(&seed)));
             continue;
         }
