@@ -116,7 +116,7 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
                     .linux
                     .is_some_and(|l| l.cgroup_driver == cri::v1::CgroupDriver::Systemd as i32)
             });
-            (Where::Endpoint(client, systemd), version)
+            (Where::Endpoint(Box::new(client), systemd), version)
         }
     };
     let known = args
@@ -197,6 +197,9 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
     .map_err(|e| anyhow::anyhow!("rendering the suite: {e}"))?;
     println!("--- suite file ---\n{suite}");
     if let Some(path) = &args.out {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
+        }
         std::fs::write(path, &suite).with_context(|| format!("writing {}", path.display()))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         println!(

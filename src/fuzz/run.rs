@@ -950,7 +950,7 @@ pub enum Where {
     /// A fresh in-process mock per sequence, with these defects.
     Mock(Vec<Defect>),
     /// A runtime endpoint, and whether its cgroup driver is systemd.
-    Endpoint(CriClient, bool),
+    Endpoint(Box<CriClient>, bool),
 }
 
 /// How a fuzz run goes.
@@ -1115,7 +1115,7 @@ async fn run_one(
                 .map_err(|e| FuzzError::Mock(e.to_string()))?;
             (client, None, Some(mock))
         }
-        Where::Endpoint(client, systemd) => (client.clone(), Some(*systemd), None),
+        Where::Endpoint(client, systemd) => ((**client).clone(), Some(*systemd), None),
     };
     let env = Env {
         client,
