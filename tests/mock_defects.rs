@@ -121,6 +121,14 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
         Defect::UpdatedResourcesNotReported,
         &["kubelet-gates/a-resized-container-is-updated-in-place"],
     ),
+    (
+        Defect::ListContainerStatsIgnoresLabelFilter,
+        &["conformance-stats/listing-stats-by-label-answers-only-the-labelled-containers"],
+    ),
+    (
+        Defect::ListSandboxDropsStateFilter,
+        &["conformance-sandbox/list-and-status-filter-by-state-label-and-id-prefix"],
+    ),
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and

@@ -223,6 +223,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// A mock [`Defect`](crate::mock::Defect) by its name (`StopUnknownContainerNotFound`), for
+/// the hidden options that test the harness itself on a mutated mock.
+pub fn defect_name(name: &str) -> Result<crate::mock::Defect, String> {
+    crate::mock::Defect::ALL
+        .iter()
+        .copied()
+        .find(|d| format!("{d:?}") == name)
+        .ok_or_else(|| {
+            let names: Vec<String> = crate::mock::Defect::ALL
+                .iter()
+                .map(|d| format!("{d:?}"))
+                .collect();
+            format!("unknown defect; valid: {}", names.join(", "))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

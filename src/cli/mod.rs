@@ -15,6 +15,7 @@ pub mod bench;
 pub mod clean;
 pub mod common;
 pub mod contract;
+pub mod fuzz;
 pub mod images;
 pub mod mock;
 pub mod pod;
@@ -78,6 +79,8 @@ enum Command {
     Report(report::Args),
     /// Print the CRI contract's clauses, as docs/contract.md holds them.
     Contract(contract::Args),
+    /// Fuzz a runtime with random CRI call sequences checked by the contract's clauses.
+    Fuzz(fuzz::Args),
 }
 
 /// Parses the command line, runs the subcommand on a tokio runtime and maps its outcome to the
@@ -111,6 +114,7 @@ pub fn main() -> ExitCode {
             Command::Pod(args) => until_stopped(pod::run(args), &stop).await,
             Command::Report(args) => until_stopped(report::run(args), &stop).await,
             Command::Contract(args) => contract::run(&args),
+            Command::Fuzz(args) => fuzz::run(args, stop).await,
         }
     });
     // Background tasks (servers, in-flight calls) must not keep the process alive.

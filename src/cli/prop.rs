@@ -70,7 +70,7 @@ fn property_name(name: &str) -> Result<String, String> {
 }
 
 /// A seed from the clock and the process id, for runs that name none.
-fn random_seed() -> u64 {
+pub(crate) fn random_seed() -> u64 {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -104,6 +104,10 @@ pub struct Args {
     /// listed case that passes is flagged
     #[arg(long, value_name = "FILE|DIR")]
     known: Option<PathBuf>,
+    /// For testing the harness itself: with --mock, serve one mock with this deliberate
+    /// contract break (a `Defect` name, repeatable) and run the cases on it as on an endpoint
+    #[arg(long = "mock-defect", value_name = "DEFECT", hide = true, value_parser = super::common::defect_name)]
+    mock_defects: Vec<crate::mock::Defect>,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -190,7 +194,27 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
     }
     // Taken before the first object is made and held to the end (see `clean`). The mock's
     // objects die with the process and need none.
-    let (target, _lease, clean_with) = match args.target.choose()? {
+    let chosen = args.target.choose()?;
+    // A mutated mock is served once, on a socket of its own, and run as an endpoint.
+    let (chosen, _mutant) = match chosen {
+        Chosen::Mock if !args.mock_defects.is_empty() => {
+            let dir = tempfile::tempdir().context("making a directory for the mutated mock")?;
+            let server = crate::mock::MockRuntime::with_defects(args.mock_defects.iter().copied())
+                .serve_unix(&dir.path().join("mock.sock"))
+                .await
+                .context("serving the mutated mock")?;
+            let endpoint = server.endpoint();
+            let chosen = Chosen::Endpoint {
+                runtime: endpoint.clone(),
+                image: endpoint,
+            };
+            (chosen, Some((server, dir)))
+        }
+        Chosen::Mock => (Chosen::Mock, None),
+        _ if !args.mock_defects.is_empty() => anyhow::bail!("--mock-defect needs --mock"),
+        endpoint => (endpoint, None),
+    };
+    let (target, _lease, clean_with) = match chosen {
         Chosen::Mock => (Target::Mock, None, None),
         Chosen::Endpoint { runtime, image } => {
             let lease = Lease::acquire(&args.lease.dir(), &run_id)?;

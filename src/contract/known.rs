@@ -181,6 +181,17 @@ impl KnownFindings {
             .find(|f| f.case == case)
     }
 
+    /// A finding listed for a break of `clause` on this runtime and version, whatever its case:
+    /// the fuzzer's sequences are no listed case, but the clause they break is.
+    pub fn find_clause(&self, runtime: &str, version: &str, clause: &str) -> Option<&Finding> {
+        let version = parse_version(version)?;
+        self.groups
+            .iter()
+            .filter(|g| g.runtime == runtime && g.versions.matches(&version))
+            .flat_map(|g| &g.findings)
+            .find(|f| f.clause == clause)
+    }
+
     /// Every finding of the file, for listing.
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.groups.iter().flat_map(|g| &g.findings)

@@ -61,6 +61,10 @@ pub enum Defect {
     /// UpdateContainerResources is accepted, but ContainerStatus.resources keeps reporting
     /// what the container was created with.
     UpdatedResourcesNotReported,
+    /// ListContainerStats ignores the filter's label selector: every container answers.
+    ListContainerStatsIgnoresLabelFilter,
+    /// ListPodSandbox drops the filter's state: sandboxes of every state answer.
+    ListSandboxDropsStateFilter,
 }
 
 impl Defect {
@@ -87,6 +91,8 @@ impl Defect {
         Defect::ContainerUserGroupsMissing,
         Defect::SeccompIgnored,
         Defect::UpdatedResourcesNotReported,
+        Defect::ListContainerStatsIgnoresLabelFilter,
+        Defect::ListSandboxDropsStateFilter,
     ];
 }
 

@@ -351,11 +351,16 @@ fn list_pod_sandbox(
     request: v1::ListPodSandboxRequest,
 ) -> Result<v1::ListPodSandboxResponse, RpcError> {
     let filter = request.filter.unwrap_or_default();
+    let drops_state = MockRuntime::has(inner, Defect::ListSandboxDropsStateFilter);
     let state = &inner.state;
     let wanted = Filter {
         id: (!filter.id.is_empty()).then(|| state.sandbox_filter_id(&filter.id)),
         group: None,
-        state: filter.state.as_ref().map(|f| f.state),
+        state: filter
+            .state
+            .as_ref()
+            .map(|f| f.state)
+            .filter(|_| !drops_state),
         labels: selector(&filter.label_selector),
     };
     let items = state

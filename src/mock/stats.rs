@@ -12,7 +12,7 @@ use super::image_service::IMAGE_FS_MOUNTPOINT;
 use super::index::Filter;
 use super::runtime_service::is_host_network;
 use super::state::{selector, Container, Sandbox, State};
-use super::Inner;
+use super::{Defect, Inner, MockRuntime};
 use crate::cri::v1;
 
 use v1::ContainerState::{ContainerExited, ContainerRunning};
@@ -301,8 +301,12 @@ pub(crate) fn list_container_stats(
     request: v1::ListContainerStatsRequest,
 ) -> Result<v1::ListContainerStatsResponse, RpcError> {
     let now = inner.clock.now();
+    let ignores_labels = MockRuntime::has(inner, Defect::ListContainerStatsIgnoresLabelFilter);
     let state = &inner.state;
-    let filter = request.filter.unwrap_or_default();
+    let mut filter = request.filter.unwrap_or_default();
+    if ignores_labels {
+        filter.label_selector.clear();
+    }
     // containerd resolves both ids among its own objects: the sandbox id only among sandboxes.
     let wanted = Filter {
         id: (!filter.id.is_empty()).then(|| state.container_filter_id(&filter.id)),
