@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use super::images::EnsuredImage;
 use super::k8s;
+use super::options::SyncOptions;
 use super::sandbox_config::{format_pod, identity, namespaces_for_pod, selinux_option};
-use super::sync_pod::SyncOptions;
 use crate::cri::labels::{
     CONTAINER_HASH, CONTAINER_NAME, CONTAINER_RESTART_COUNT, CONTAINER_TERMINATION_MESSAGE_PATH,
     MANAGED, POD_DELETION_GRACE_PERIOD, POD_NAME, POD_NAMESPACE, POD_TERMINATION_GRACE_PERIOD,

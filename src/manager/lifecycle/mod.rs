@@ -20,6 +20,7 @@ mod gc;
 mod hash;
 mod hooks;
 mod images;
+mod options;
 pub mod phase;
 pub mod pod;
 mod resize;
@@ -41,12 +42,13 @@ pub use images::{
     pull_policy, EnsuredImage, ImageFailure, ImageManager, PullPolicy, ERR_IMAGE_INSPECT,
     ERR_IMAGE_NEVER_PULL, ERR_IMAGE_PULL, ERR_IMAGE_PULL_BACK_OFF, ERR_INVALID_IMAGE_NAME,
 };
+pub use options::SyncOptions;
 pub use phase::{all_running, phase, Phase};
 pub use sandbox_config::{
     build_pod_logs_directory, generate_pod_sandbox_config, pod_labels, sysctl_name_with_dots,
     SandboxConfigError,
 };
-pub use sync_pod::{PodSync, SyncOptions};
+pub use sync_pod::PodSync;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::k8s;
-use super::sync_pod::SyncOptions;
+use super::options::SyncOptions;
 use crate::cri::labels::{MANAGED, POD_NAME, POD_NAMESPACE, POD_UID};
 use crate::cri::v1;
 

@@ -3,7 +3,7 @@
 //! attempt, then start ephemeral, init and regular containers, recording each step's result.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::backoff::{stable_key, Backoff};
 use super::container_config::{
@@ -11,6 +11,7 @@ use super::container_config::{
 };
 use super::images::ImageManager;
 use super::k8s;
+use super::options::SyncOptions;
 use super::sandbox_config::{
     build_pod_logs_directory, format_pod, generate_pod_sandbox_config, identity, is_host_network,
 };
@@ -26,48 +27,6 @@ use crate::manager::{
     CREATE_POD_SANDBOX_ERROR, KILL_CONTAINER_ERROR, MINIMUM_GRACE_PERIOD_SECONDS,
     POST_START_HOOK_ERROR, RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
 };
-
-/// What a sync needs beyond the pod and its status: where the harness keeps pod logs and
-/// volumes, the runtime handler, and the kubelet settings the configs read.
-#[derive(Debug, Clone)]
-pub struct SyncOptions {
-    /// The pod log root the harness owns (the kubelet's `/var/log/pods`, which the harness
-    /// never writes to): each sandbox's log directory is made under it.
-    pub pod_logs_root: PathBuf,
-    /// Where emptyDir volumes are made: `<volumes_root>/<pod uid>/kubernetes.io~empty-dir/<name>`
-    /// (the kubelet's `/var/lib/kubelet/pods` layout).
-    pub volumes_root: PathBuf,
-    /// The runtime handler RunPodSandbox is given ("" for the runtime's default);
-    /// `spec.runtimeClassName` is not resolved, as there is no RuntimeClass to read.
-    pub runtime_handler: String,
-    /// The node's resolver settings (the kubelet's `--resolv-conf`) that every DNS policy but
-    /// None starts from; `None` is the kubelet with an empty `--resolv-conf`.
-    pub resolver: Option<v1::DnsConfig>,
-    /// The kubelet's `seccompDefault`: containers without a seccomp profile get RuntimeDefault
-    /// instead of Unconfined.
-    pub seccomp_default: bool,
-    /// Labels the harness adds to every sandbox and container beside the kubelet's (e.g. its
-    /// run id, so `clean` finds them).
-    pub extra_labels: BTreeMap<String, String>,
-    /// Whose rules the configs follow; a manager's sync sets its own.
-    pub kubelet: crate::manager::KubeletProfile,
-}
-
-impl SyncOptions {
-    /// Options with the given roots, the default runtime handler, an empty
-    /// `--resolv-conf`, `seccompDefault` on and no extra labels.
-    pub fn new(pod_logs_root: impl Into<PathBuf>, volumes_root: impl Into<PathBuf>) -> Self {
-        Self {
-            pod_logs_root: pod_logs_root.into(),
-            volumes_root: volumes_root.into(),
-            runtime_handler: String::new(),
-            resolver: None,
-            seccomp_default: true,
-            extra_labels: BTreeMap::new(),
-            kubelet: crate::manager::KubeletProfile::default(),
-        }
-    }
-}
 
 /// A container to start and, for an ephemeral one, the container whose PID namespace it joins.
 struct StartSpec<'a> {
