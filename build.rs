@@ -31,7 +31,50 @@ fn main() -> Result<(), Box<dyn Error>> {
         &["proto"],
     )?;
     embed_suites()?;
+    step_registry()?;
     embed_snapshots()
+}
+
+/// Writes `$OUT_DIR/step_registry.rs`: the `registry!` invocation for the `pub mod` lines
+/// between the markers of `src/suite/step/mod.rs`, each module with its type, the module's name
+/// in CamelCase. The modules stay declared in the source, where rustfmt sees them.
+fn step_registry() -> Result<(), Box<dyn Error>> {
+    const FILE: &str = "src/suite/step/mod.rs";
+    println!("cargo:rerun-if-changed={FILE}");
+    let source = std::fs::read_to_string(FILE)?;
+    let (_, rest) = source
+        .split_once("// step registry: begin")
+        .ok_or("src/suite/step/mod.rs has no `// step registry: begin` marker")?;
+    let (block, _) = rest
+        .split_once("// step registry: end")
+        .ok_or("src/suite/step/mod.rs has no `// step registry: end` marker")?;
+    let mut out = String::from("registry! {\n");
+    for line in block.lines().map(str::trim) {
+        let Some(module) = line
+            .strip_prefix("pub mod ")
+            .and_then(|l| l.strip_suffix(';'))
+        else {
+            if !(line.is_empty() || line.starts_with("//")) {
+                return Err(format!("{FILE}: `{line}` between the registry markers").into());
+            }
+            continue;
+        };
+        let ty: String = module
+            .split('_')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            })
+            .collect();
+        writeln!(out, "    {module}::{ty},")?;
+    }
+    out.push_str("}\n");
+    let path = PathBuf::from(std::env::var("OUT_DIR")?).join("step_registry.rs");
+    std::fs::write(path, out)?;
+    Ok(())
 }
 
 /// Writes `$OUT_DIR/embedded_snapshots.rs`: `(path, include_str!(file))` for every

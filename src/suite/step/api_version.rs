@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::version::VersionExpect;
 use super::{is_default, Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use crate::world::{StepError, World};
 
 /// `api_version`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -30,7 +30,10 @@ pub enum IdMethod {
 
 /// `call_unknown_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `call_unknown_id` step: `method`, `expect`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `call_unknown_id` step: `method`, `expect`"
+)]
 pub struct CallUnknownId {
     /// The call.
     pub method: IdMethod,
@@ -41,7 +44,10 @@ pub struct CallUnknownId {
 
 /// What `call_unknown_id` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `call_unknown_id` expectation: `error`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `call_unknown_id` expectation: `error`"
+)]
 pub struct CallUnknownIdExpect {
     /// The call fails like this (e.g. `code: NotFound`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,11 +81,7 @@ impl StepDef for CallUnknownId {
             IdMethod::StopContainer => client.stop_container(&id, 0).await,
             IdMethod::RemoveContainer => client.remove_container(&id).await,
         };
-        check_call(
-            self.expect.error.as_ref(),
-            result,
-            |t| world.redact(t),
-        )?;
+        check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?;
         Ok(())
     }
 }

@@ -154,10 +154,16 @@ mod tests {
 
     #[rstest]
     #[case::plain("{path: src/inner}", None)]
-    #[case::full("{path: src, expect: {fs_type: tmpfs, propagation: shared, file: flag, empty: false}}", None)]
+    #[case::full(
+        "{path: src, expect: {fs_type: tmpfs, propagation: shared, file: flag, empty: false}}",
+        None
+    )]
     #[case::outside("{path: ../x}", Some("stay under the case's host directory"))]
     #[case::file_outside("{path: a, expect: {file: /etc/passwd}}", Some("stay under `path`"))]
-    #[case::type_of_no_mount("{path: a, expect: {mount_point: false, fs_type: tmpfs}}", Some("no mount point"))]
+    #[case::type_of_no_mount(
+        "{path: a, expect: {mount_point: false, fs_type: tmpfs}}",
+        Some("no mount point")
+    )]
     fn the_loader_refuses_paths_outside_and_contradictions(
         #[case] yaml: &str,
         #[case] refusal: Option<&str>,

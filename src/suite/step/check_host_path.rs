@@ -40,9 +40,12 @@ pub struct HostPathExpect {
 fn is_below(path: &str) -> bool {
     let path = std::path::Path::new(path);
     !path.as_os_str().is_empty()
-        && path
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
 }
 
 impl StepDef for CheckHostPath {
@@ -89,7 +92,10 @@ impl StepDef for CheckHostPath {
                     err.to_string(),
                 )
             })?;
-            content.check(&format!("{field}.content"), &String::from_utf8_lossy(&bytes))?;
+            content.check(
+                &format!("{field}.content"),
+                &String::from_utf8_lossy(&bytes),
+            )?;
         }
         Ok(())
     }

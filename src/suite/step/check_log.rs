@@ -59,7 +59,10 @@ pub struct CheckLog {
 
 /// What `check_log` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `check_log` expectation: `lines`, `exactly`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `check_log` expectation: `lines`, `exactly`"
+)]
 pub struct CheckLogExpect {
     /// Lines that appear in this order on their stream (others may come between, unless
     /// `exactly`); no order is expected between stdout and stderr.
@@ -320,18 +323,20 @@ fn lines_hold(wanted: &[LineExpect], lines: &[LogLine], exactly: bool) -> bool {
 
 /// The container's log path, or why it has none.
 pub(super) fn log_path(world: &World, alias: &str) -> Result<PathBuf, StepError> {
-    world.aliases.container(alias)?.log_path.clone().ok_or_else(|| {
-        StepError::Unsupported(format!(
-            "container `{alias}` has no log path: its sandbox needs `log_directory: true`"
-        ))
-    })
+    world
+        .aliases
+        .container(alias)?
+        .log_path
+        .clone()
+        .ok_or_else(|| {
+            StepError::Unsupported(format!(
+                "container `{alias}` has no log path: its sandbox needs `log_directory: true`"
+            ))
+        })
 }
 
 /// One read of a log file: its records, or `None` while it does not exist.
-pub(super) fn read_records(
-    alias: &str,
-    path: &Path,
-) -> Result<Option<Vec<LogRecord>>, StepError> {
+pub(super) fn read_records(alias: &str, path: &Path) -> Result<Option<Vec<LogRecord>>, StepError> {
     let content = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -404,7 +409,11 @@ impl StepDef for CheckLog {
             if !poll.next().await {
                 let wanted: Vec<String> =
                     self.expect.lines.iter().map(ToString::to_string).collect();
-                let how = if self.expect.exactly { "exactly" } else { "in order per stream" };
+                let how = if self.expect.exactly {
+                    "exactly"
+                } else {
+                    "in order per stream"
+                };
                 return Err(mismatch(
                     field,
                     format!("{how} [{}] within {} ms", wanted.join(", "), self.within_ms),
@@ -581,7 +590,10 @@ mod tests {
     #[case::in_order(false, true)]
     #[case::exactly_with_an_extra_line(true, false)]
     fn expected_lines_are_a_subsequence_unless_exactly(#[case] exactly: bool, #[case] holds: bool) {
-        let wanted = [expect_line(Stream::Stdout, "a"), expect_line(Stream::Stderr, "c")];
+        let wanted = [
+            expect_line(Stream::Stdout, "a"),
+            expect_line(Stream::Stderr, "c"),
+        ];
         let lines = [
             line(Stream::Stdout, "a"),
             line(Stream::Stdout, "b"),
@@ -598,14 +610,20 @@ mod tests {
 
     #[test]
     fn stdout_and_stderr_are_ordered_each_on_its_own() {
-        let wanted = [expect_line(Stream::Stdout, "a"), expect_line(Stream::Stderr, "c")];
+        let wanted = [
+            expect_line(Stream::Stdout, "a"),
+            expect_line(Stream::Stderr, "c"),
+        ];
         let lines = [line(Stream::Stderr, "c"), line(Stream::Stdout, "a")];
         assert!(lines_hold(&wanted, &lines, true));
     }
 
     #[test]
     fn lines_out_of_order_do_not_hold() {
-        let wanted = [expect_line(Stream::Stdout, "b"), expect_line(Stream::Stdout, "a")];
+        let wanted = [
+            expect_line(Stream::Stdout, "b"),
+            expect_line(Stream::Stdout, "a"),
+        ];
         let lines = [line(Stream::Stdout, "a"), line(Stream::Stdout, "b")];
         assert!(!lines_hold(&wanted, &lines, false));
     }

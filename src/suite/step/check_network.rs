@@ -8,11 +8,14 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::world::{mismatch, World, StepError};
+use crate::world::{mismatch, StepError, World};
 
 /// `check_network`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `check_network` step: `sandbox`, `expect`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `check_network` step: `sandbox`, `expect`"
+)]
 pub struct CheckNetwork {
     /// Sandbox alias.
     pub sandbox: String,
@@ -60,7 +63,11 @@ impl StepDef for CheckNetwork {
         if let Some(closed) = netns.closed {
             answered = true;
             if closed != want_closed {
-                return Err(mismatch(field, wanted, format!("netNamespaceClosed={closed}")));
+                return Err(mismatch(
+                    field,
+                    wanted,
+                    format!("netNamespaceClosed={closed}"),
+                ));
             }
         }
         if let Some(path) = netns.path.as_deref().filter(|p| !p.is_empty()) {
@@ -68,7 +75,11 @@ impl StepDef for CheckNetwork {
             if path.parent().is_some_and(std::path::Path::is_dir) {
                 answered = true;
                 if path.exists() == want_closed {
-                    let what = if want_closed { "still exists" } else { "is missing" };
+                    let what = if want_closed {
+                        "still exists"
+                    } else {
+                        "is missing"
+                    };
                     return Err(mismatch(
                         field,
                         wanted,

@@ -163,15 +163,26 @@ impl StepDef for ContainerEvents {
         let mut own: Vec<&v1::ContainerEventResponse> =
             events.iter().filter(|e| is_own(e, &ids)).collect();
         for (alias, kinds) in &self.expect {
-            let id = ids.get(alias).map(|(id, _)| id.as_str()).unwrap_or_default();
+            let id = ids
+                .get(alias)
+                .map(|(id, _)| id.as_str())
+                .unwrap_or_default();
             let seen: Vec<String> = own
                 .iter()
                 .filter(|e| e.container_id == id)
-                .map(|e| EventKind::of(e.container_event_type).map_or_else(|| format!("unknown {}", e.container_event_type), |k| k.to_string()))
+                .map(|e| {
+                    EventKind::of(e.container_event_type).map_or_else(
+                        || format!("unknown {}", e.container_event_type),
+                        |k| k.to_string(),
+                    )
+                })
                 .collect();
             let expected: Vec<String> = kinds.iter().map(ToString::to_string).collect();
             if seen != expected {
-                let why = ended.as_deref().map(|e| format!(" (the stream ended: {e})")).unwrap_or_default();
+                let why = ended
+                    .as_deref()
+                    .map(|e| format!(" (the stream ended: {e})"))
+                    .unwrap_or_default();
                 return Err(mismatch(
                     format!("events.{alias}"),
                     format!("[{}]", expected.join(", ")),
@@ -189,8 +200,16 @@ impl StepDef for ContainerEvents {
 
 /// Each alias's id, and whether it names a sandbox.
 fn world_ids(world: &World) -> BTreeMap<String, (String, bool)> {
-    let sandboxes = world.aliases.sandboxes.iter().map(|s| (s.alias.clone(), (s.id.clone(), true)));
-    let containers = world.aliases.containers.iter().map(|c| (c.alias.clone(), (c.id.clone(), false)));
+    let sandboxes = world
+        .aliases
+        .sandboxes
+        .iter()
+        .map(|s| (s.alias.clone(), (s.id.clone(), true)));
+    let containers = world
+        .aliases
+        .containers
+        .iter()
+        .map(|c| (c.alias.clone(), (c.id.clone(), false)));
     sandboxes.chain(containers).collect()
 }
 
@@ -220,9 +239,10 @@ async fn subscribe(world: &mut World) -> Result<(), StepError> {
     };
     drop(streams);
     let start = lock(&received).events.len();
-    world
-        .kept
-        .insert(ContainerEvents::NAME, Box::new(Subscription { received, start }));
+    world.kept.insert(
+        ContainerEvents::NAME,
+        Box::new(Subscription { received, start }),
+    );
     Ok(())
 }
 
@@ -295,13 +315,24 @@ async fn check_statuses(
                 kind.map_or_else(|| "unknown".to_owned(), |k| k.to_string())
             )
         };
-        let Some(sandbox) = event.pod_sandbox_status.as_ref().filter(|s| s.metadata.is_some())
+        let Some(sandbox) = event
+            .pod_sandbox_status
+            .as_ref()
+            .filter(|s| s.metadata.is_some())
         else {
-            return Err(mismatch(field("pod_sandbox_status"), "a sandbox status with metadata", "none"));
+            return Err(mismatch(
+                field("pod_sandbox_status"),
+                "a sandbox status with metadata",
+                "none",
+            ));
         };
         let is_sandbox = ids.values().any(|(id, s)| *s && *id == event.container_id);
         if is_sandbox && sandbox.id != event.container_id {
-            return Err(mismatch(field("pod_sandbox_status.id"), who.clone(), alias_of(&sandbox.id)));
+            return Err(mismatch(
+                field("pod_sandbox_status.id"),
+                who.clone(),
+                alias_of(&sandbox.id),
+            ));
         }
         // The kubelet caches a pod's status by the event's time: never older than the last.
         let last = last_at.entry(sandbox.id.clone()).or_insert(0);
@@ -357,8 +388,10 @@ async fn check_statuses(
                 shown(state),
             ));
         }
-        let (Some(own), Ok(fresh)) = (own, world.runtime.container_status(&event.container_id).await)
-        else {
+        let (Some(own), Ok(fresh)) = (
+            own,
+            world.runtime.container_status(&event.container_id).await,
+        ) else {
             continue;
         };
         let fresh = fresh.status.unwrap_or_default();

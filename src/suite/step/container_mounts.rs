@@ -66,7 +66,11 @@ impl StepDef for ContainerMounts {
         if self.expect.is_empty() {
             return Err("`expect` names no mount".to_owned());
         }
-        if let Some(m) = self.expect.iter().find(|m| !m.container_path.starts_with('/')) {
+        if let Some(m) = self
+            .expect
+            .iter()
+            .find(|m| !m.container_path.starts_with('/'))
+        {
             return Err(format!(
                 "container_path `{}` must be absolute",
                 m.container_path
@@ -112,9 +116,15 @@ impl StepDef for ContainerMounts {
             }
             if let Some(symbol) = &wanted.image_ref {
                 let reference = images::resolve(symbol);
-                let image = world.runtime.image_status(&reference).await?.ok_or_else(|| {
-                    StepError::Unsupported(format!("image_ref: {reference} is not on the runtime"))
-                })?;
+                let image = world
+                    .runtime
+                    .image_status(&reference)
+                    .await?
+                    .ok_or_else(|| {
+                        StepError::Unsupported(format!(
+                            "image_ref: {reference} is not on the runtime"
+                        ))
+                    })?;
                 let actual = mount.image.as_ref().map_or("", |i| i.image_ref.as_str());
                 if actual.is_empty() {
                     return Err(StepError::RuntimeLacks(format!(

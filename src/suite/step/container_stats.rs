@@ -236,7 +236,8 @@ impl StepDef for ContainerStats {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.container(&self.container)?.id.clone();
         let result = world.runtime.container_stats(&id).await;
-        let Some(stats) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))? else {
+        let Some(stats) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        else {
             return Ok(());
         };
         let stats = stats.ok_or_else(|| mismatch("stats", "stats in the answer", "none"))?;

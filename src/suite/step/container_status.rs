@@ -178,7 +178,11 @@ fn check_order(created: i64, started: i64, finished: i64) -> Result<(), StepErro
             ));
         }
         if finished < started {
-            return Err(mismatch("ordered_times", "started_at <= finished_at", times));
+            return Err(mismatch(
+                "ordered_times",
+                "started_at <= finished_at",
+                times,
+            ));
         }
         if i128::from(finished) > now_nanos() {
             return Err(mismatch("ordered_times", "finished_at <= now", times));
@@ -211,11 +215,7 @@ impl StepDef for ContainerStatus {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let container = world.aliases.container(&self.container)?.clone();
         let asked = by_prefix(&container.id, self.id_prefix);
-        let result = world
-            .runtime
-            .container_status(asked)
-            .await
-            ;
+        let result = world.runtime.container_status(asked).await;
         let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
@@ -241,7 +241,11 @@ impl StepDef for ContainerStatus {
             expect_eq("name", name, actual)?;
         }
         if let Some(code) = expect.exit_code {
-            expect_eq("exit_code", &code.to_string(), &status.exit_code.to_string())?;
+            expect_eq(
+                "exit_code",
+                &code.to_string(),
+                &status.exit_code.to_string(),
+            )?;
         }
         let image = status.image.as_ref().map_or("", |i| i.image.as_str());
         let actual_texts = [status.reason.as_str(), status.message.as_str(), image];
@@ -346,7 +350,11 @@ async fn check_image_id(
     };
     let listed = world.runtime.list_containers(Some(filter)).await?;
     let Some(in_list) = listed.iter().find(|c| c.id == container_id) else {
-        return Err(mismatch("image_id (ListContainers)", "the container listed", "not listed"));
+        return Err(mismatch(
+            "image_id (ListContainers)",
+            "the container listed",
+            "not listed",
+        ));
     };
     for (field, actual) in [
         ("image_id", in_status),
@@ -380,7 +388,9 @@ mod tests {
             gid: 1000,
             supplemental_groups: groups,
         };
-        assert!(wanted.check(Some(&reported(vec![50000, 1000, 1234]))).is_ok());
+        assert!(wanted
+            .check(Some(&reported(vec![50000, 1000, 1234])))
+            .is_ok());
         assert!(wanted.check(Some(&reported(vec![1000, 1234]))).is_err());
         assert!(wanted.check(None).is_err());
     }

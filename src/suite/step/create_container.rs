@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{busybox, check_call, is_busybox, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::images;
-use crate::world::{World, ContainerRef, StepError, DEFAULT_COMMAND};
+use crate::world::{ContainerRef, StepError, World, DEFAULT_COMMAND};
 
 /// `create_container`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,7 +83,10 @@ pub struct CreateContainer {
 
 /// What `create_container` checks of the CreateContainer answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `create_container` expectation: `error`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `create_container` expectation: `error`"
+)]
 pub struct CreateExpect {
     /// CreateContainer fails like this (code and text); the alias then names no container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -478,9 +481,15 @@ impl CreateContainer {
 async fn volume_image(world: &mut World, symbol: &str) -> Result<v1::ImageSpec, StepError> {
     world.pull(symbol).await?;
     let reference = images::resolve(symbol);
-    let image = world.runtime.image_status(&reference).await?.ok_or_else(|| {
-        StepError::Unsupported(format!("image volume: {reference} is not on the runtime after its pull"))
-    })?;
+    let image = world
+        .runtime
+        .image_status(&reference)
+        .await?
+        .ok_or_else(|| {
+            StepError::Unsupported(format!(
+                "image volume: {reference} is not on the runtime after its pull"
+            ))
+        })?;
     Ok(v1::ImageSpec {
         image: image.id,
         user_specified_image: reference,
@@ -526,7 +535,10 @@ async fn drops_image_field(
     if runtime.start_container(&id).await.is_ok() {
         for path in &paths {
             let command = vec!["ls".to_owned(), "-A".to_owned(), path.clone()];
-            if let Ok(answer) = runtime.exec_sync(&id, command, Duration::from_secs(10)).await {
+            if let Ok(answer) = runtime
+                .exec_sync(&id, command, Duration::from_secs(10))
+                .await
+            {
                 listing.push(String::from_utf8_lossy(&answer.stdout).into_owned());
             }
         }
@@ -581,7 +593,8 @@ impl StepDef for CreateContainer {
                     ))
                 }
                 (Some(_), true)
-                    if !mount.image_sub_path.is_empty() && !is_inner_path(&mount.image_sub_path) =>
+                    if !mount.image_sub_path.is_empty()
+                        && !is_inner_path(&mount.image_sub_path) =>
                 {
                     return Err(format!(
                         "mounts: image_sub_path `{}` must be relative and stay inside the image",
@@ -769,10 +782,8 @@ mod tests {
     use super::*;
 
     fn security(yaml: &str) -> v1::LinuxContainerSecurityContext {
-        let step: CreateContainer = serde_saphyr::from_str(&format!(
-            "{{as: app, sandbox: sb, security: {yaml}}}"
-        ))
-        .unwrap();
+        let step: CreateContainer =
+            serde_saphyr::from_str(&format!("{{as: app, sandbox: sb, security: {yaml}}}")).unwrap();
         step.security
             .to_cri(namespace_options(false), |path| Ok(format!("/case/{path}")))
             .unwrap()
@@ -834,14 +845,20 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unconfined("unconfined", profile(v1::security_profile::ProfileType::Unconfined, ""))]
+    #[case::unconfined(
+        "unconfined",
+        profile(v1::security_profile::ProfileType::Unconfined, "")
+    )]
     #[case::runtime_default(
         "runtime_default",
         profile(v1::security_profile::ProfileType::RuntimeDefault, "")
     )]
     #[case::relative_localhost_is_under_the_case_dir(
         "{localhost: profiles/block.json}",
-        profile(v1::security_profile::ProfileType::Localhost, "/case/profiles/block.json")
+        profile(
+            v1::security_profile::ProfileType::Localhost,
+            "/case/profiles/block.json"
+        )
     )]
     #[case::absolute_localhost_is_kept(
         "{localhost: /etc/block.json}",
@@ -919,7 +936,10 @@ mod tests {
             })
         );
         let level_only = security("{selinux: {level: s0}}").selinux_options.unwrap();
-        assert_eq!((level_only.level.as_str(), level_only.user.as_str()), ("s0", ""));
+        assert_eq!(
+            (level_only.level.as_str(), level_only.user.as_str()),
+            ("s0", "")
+        );
         assert_eq!(security("{}").selinux_options, None);
         assert_eq!(security("{}").apparmor, None);
     }

@@ -273,7 +273,6 @@ impl StepDef for Exec {
     }
 }
 
-
 /// The streaming half of `exec` and `attach`: checks the RPC's `answer` (the URL, or the
 /// error a case may expect), then speaks to the URL from the runtime's network namespace
 /// with `input` within `within_ms`, and checks what came back.

@@ -110,8 +110,12 @@ impl Default for Policy {
 
 impl Policy {
     fn min_age(&self) -> Result<Duration, String> {
-        humantime::parse_duration(self.min_age.trim())
-            .map_err(|err| format!("policy.min_age: `{}` is not a duration ({err}); write e.g. `0s`, `90s`, `1h`", self.min_age))
+        humantime::parse_duration(self.min_age.trim()).map_err(|err| {
+            format!(
+                "policy.min_age: `{}` is not a duration ({err}); write e.g. `0s`, `90s`, `1h`",
+                self.min_age
+            )
+        })
     }
 }
 
@@ -410,8 +414,16 @@ impl Remains {
                     .iter()
                     .map(|(alias, state)| format!("container {alias}: {state}")),
             )
-            .chain(self.pod_log_dirs.iter().map(|pod| format!("pod log directory {pod}")))
-            .chain(self.log_symlinks.iter().map(|alias| format!("log symlink {alias}")))
+            .chain(
+                self.pod_log_dirs
+                    .iter()
+                    .map(|pod| format!("pod log directory {pod}")),
+            )
+            .chain(
+                self.log_symlinks
+                    .iter()
+                    .map(|alias| format!("log symlink {alias}")),
+            )
             .collect();
         lines.sort();
         lines

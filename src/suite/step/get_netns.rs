@@ -5,11 +5,14 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::world::{expect_eq, World, StepError};
+use crate::world::{expect_eq, StepError, World};
 
 /// `get_netns`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `get_netns` step: `sandbox`, `expect`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_netns` step: `sandbox`, `expect`"
+)]
 pub struct GetNetns {
     /// Sandbox alias.
     pub sandbox: String,
@@ -20,7 +23,10 @@ pub struct GetNetns {
 
 /// What `get_netns` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `get_netns` expectation: `error`, `empty`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_netns` expectation: `error`, `empty`"
+)]
 pub struct NetnsExpect {
     /// The call fails like this.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,11 +5,14 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::world::{expect_eq, World, StepError};
+use crate::world::{expect_eq, StepError, World};
 
 /// `get_pod_container_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `get_pod_container_id` step: `pod`, `expect`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_pod_container_id` step: `pod`, `expect`"
+)]
 pub struct GetPodContainerId {
     /// Pod alias; the running pod is what `get_pods(true)` reports for it.
     pub pod: String,
@@ -20,7 +23,10 @@ pub struct GetPodContainerId {
 
 /// What `get_pod_container_id` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `get_pod_container_id` expectation: `error`, `of`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_pod_container_id` expectation: `error`, `of`"
+)]
 pub struct PodContainerIdExpect {
     /// The call fails like this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,9 +58,11 @@ impl StepDef for GetPodContainerId {
         let manager = world.ensure_manager().await?;
         let running = world.running_pod(&manager, &self.pod).await?;
         let result = manager.get_pod_container_id(&running);
-        world.observe(format!("get_pod_container_id {}", self.pod), &result, |id| {
-            Answer::ContainerId(id.clone())
-        });
+        world.observe(
+            format!("get_pod_container_id {}", self.pod),
+            &result,
+            |id| Answer::ContainerId(id.clone()),
+        );
         if let Some(id) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))? {
             if let Some(wanted) = &self.expect.of {
                 expect_eq("of", wanted, &world.alias_of(&id.id))?;

@@ -10,11 +10,14 @@ use super::{check_error, is_default, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerStatus;
 use crate::observe::Answer;
-use crate::world::{expect_eq, show, sorted, World, StepError};
+use crate::world::{expect_eq, show, sorted, StepError, World};
 
 /// `get_pod_status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `get_pod_status` step: `pod`, `expect`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `get_pod_status` step: `pod`, `expect`"
+)]
 pub struct GetPodStatus {
     /// Pod alias.
     pub pod: String,
@@ -127,7 +130,13 @@ impl StepDef for GetPodStatus {
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         scope.error(self.expect.error.as_ref())?;
         scope.pod(&self.pod)?;
-        for alias in self.expect.sandboxes.iter().flatten().chain(self.expect.ips.iter().flatten()) {
+        for alias in self
+            .expect
+            .sandboxes
+            .iter()
+            .flatten()
+            .chain(self.expect.ips.iter().flatten())
+        {
             scope.sandbox(alias)?;
         }
         if let Some(IpExpect::Of(alias)) = &self.expect.ip {
@@ -135,7 +144,10 @@ impl StepDef for GetPodStatus {
         }
         let containers = self.expect.containers.iter().flatten();
         let ordered = self.expect.container_order.iter().flatten();
-        for alias in containers.chain(ordered).chain(self.expect.container.keys()) {
+        for alias in containers
+            .chain(ordered)
+            .chain(self.expect.container.keys())
+        {
             scope.container(alias)?;
         }
         Ok(())
@@ -144,7 +156,9 @@ impl StepDef for GetPodStatus {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let pod = world.ids.pod(&self.pod);
-        let result = manager.get_pod_status(&pod.uid, &pod.name, &pod.namespace).await;
+        let result = manager
+            .get_pod_status(&pod.uid, &pod.name, &pod.namespace)
+            .await;
         world.observe(format!("get_pod_status {}", self.pod), &result, |s| {
             Answer::PodStatus(Box::new(s.clone()))
         });
@@ -212,7 +226,11 @@ impl StepDef for GetPodStatus {
                 .iter()
                 .find(|c| world.alias_of(&c.id.id) == *alias)
                 .ok_or_else(|| {
-                    crate::world::mismatch(&field, "present", format!("absent (containers: {})", show(&in_order)))
+                    crate::world::mismatch(
+                        &field,
+                        "present",
+                        format!("absent (containers: {})", show(&in_order)),
+                    )
                 })?;
             check_container(&field, want, got)?;
         }
@@ -235,25 +253,45 @@ fn newest_ready_ips(newest_first: &[v1::PodSandboxStatus]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn check_container(field: &str, want: &ContainerExpect, got: &ContainerStatus) -> Result<(), StepError> {
+fn check_container(
+    field: &str,
+    want: &ContainerExpect,
+    got: &ContainerStatus,
+) -> Result<(), StepError> {
     let check = |name: &str, wanted: Option<String>, actual: String| match wanted {
         Some(wanted) => expect_eq(format!("{field}.{name}"), &wanted, &actual),
         None => Ok(()),
     };
     check("name", want.name.clone(), got.name.clone())?;
     check("image", want.image.clone(), got.image.clone())?;
-    check("hash", want.hash.map(|h| h.to_string()), got.hash.to_string())?;
+    check(
+        "hash",
+        want.hash.map(|h| h.to_string()),
+        got.hash.to_string(),
+    )?;
     check(
         "restart_count",
         want.restart_count.map(|n| n.to_string()),
         got.restart_count.to_string(),
     )?;
-    check("state", want.state.map(|s| s.0.name().to_owned()), got.state.name().to_owned())?;
-    check("exit_code", want.exit_code.map(|n| n.to_string()), got.exit_code.to_string())?;
+    check(
+        "state",
+        want.state.map(|s| s.0.name().to_owned()),
+        got.state.name().to_owned(),
+    )?;
+    check(
+        "exit_code",
+        want.exit_code.map(|n| n.to_string()),
+        got.exit_code.to_string(),
+    )?;
     check("reason", want.reason.clone(), got.reason.clone())?;
     check("message", want.message.clone(), got.message.clone())?;
     let seconds = |name: &str, wanted: Option<i64>, nanos: i64| {
-        check(name, wanted.map(|s| s.to_string()), nanos.div_euclid(1_000_000_000).to_string())
+        check(
+            name,
+            wanted.map(|s| s.to_string()),
+            nanos.div_euclid(1_000_000_000).to_string(),
+        )
     };
     seconds("created_at", want.created_at, got.created_at)?;
     seconds("started_at", want.started_at, got.started_at)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_error, is_default, is_true, yes, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::manager::Pod;
 use crate::observe::Answer;
-use crate::world::{expect_eq, mismatch, show, sorted, World, StepError};
+use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
 
 /// `get_pods`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,11 +132,17 @@ impl StepDef for GetPods {
         if let Some(wanted) = &self.expect.order {
             expect_eq("order", &show(wanted), &show(&order))?;
         }
-        let by_alias: BTreeMap<String, &Pod> =
-            pods.iter().map(|p| (world.pod_alias_of(&p.id), p)).collect();
+        let by_alias: BTreeMap<String, &Pod> = pods
+            .iter()
+            .map(|p| (world.pod_alias_of(&p.id), p))
+            .collect();
         let present: Vec<String> = by_alias.keys().cloned().collect();
         if let Some(only) = &self.expect.only {
-            expect_eq("pods", &show(&sorted(only.iter().cloned())), &show(&present))?;
+            expect_eq(
+                "pods",
+                &show(&sorted(only.iter().cloned())),
+                &show(&present),
+            )?;
         }
         for absent in &self.expect.absent {
             if by_alias.contains_key(absent) {
@@ -167,7 +173,11 @@ fn check_pod(world: &World, field: &str, expect: &PodExpect, pod: &Pod) -> Resul
         expect_eq(format!("{field}.name"), name, &pod.name)?;
     }
     if let Some(namespace) = &expect.namespace {
-        expect_eq(format!("{field}.namespace"), namespace, &world.redact(&pod.namespace))?;
+        expect_eq(
+            format!("{field}.namespace"),
+            namespace,
+            &world.redact(&pod.namespace),
+        )?;
     }
     if let Some(wanted) = &expect.sandboxes {
         let actual = sorted(pod.sandboxes.iter().map(|s| world.alias_of(&s.id.id)));

@@ -273,7 +273,10 @@ impl StepDef for ImageStatus {
                     if answer != *first_answer {
                         return Err(mismatch(
                             format!("refs.{kind}"),
-                            format!("the status that {first_kind} answers: {}", brief(first_answer)),
+                            format!(
+                                "the status that {first_kind} answers: {}",
+                                brief(first_answer)
+                            ),
                             brief(&answer),
                         ));
                     }
@@ -352,7 +355,11 @@ pub fn check_status(
 }
 
 /// Exactly the tags `expected` names (normalised), in any order.
-pub fn check_repo_tags(field: &str, expected: &[String], actual: &[String]) -> Result<(), StepError> {
+pub fn check_repo_tags(
+    field: &str,
+    expected: &[String],
+    actual: &[String],
+) -> Result<(), StepError> {
     let expected = sorted(expected.iter().map(|tag| named(tag)));
     let actual = sorted(actual.iter().cloned());
     expect_eq(field, &show(&expected), &show(&actual))
@@ -369,7 +376,11 @@ pub fn check_repo_digests(
             .split_once('@')
             .is_some_and(|(_, d)| images::is_sha256_digest(d));
         if !well_formed {
-            return Err(mismatch(field, "repository@sha256:<64 hex>", digest.clone()));
+            return Err(mismatch(
+                field,
+                "repository@sha256:<64 hex>",
+                digest.clone(),
+            ));
         }
     }
     let expected = sorted(expected.iter().map(|image| repository_of(image)));
@@ -378,7 +389,11 @@ pub fn check_repo_digests(
             .iter()
             .map(|d| d.split_once('@').map_or("", |(r, _)| r).to_owned()),
     );
-    expect_eq(format!("{field} (repositories)"), &show(&expected), &show(&actual))
+    expect_eq(
+        format!("{field} (repositories)"),
+        &show(&expected),
+        &show(&actual),
+    )
 }
 
 #[cfg(test)]
@@ -430,7 +445,10 @@ mod tests {
 
     #[test]
     fn repo_tags_compare_normalised_and_in_any_order() {
-        let actual = ["docker.io/library/b:1".to_owned(), "docker.io/library/a:latest".to_owned()];
+        let actual = [
+            "docker.io/library/b:1".to_owned(),
+            "docker.io/library/a:latest".to_owned(),
+        ];
         assert!(check_repo_tags("t", &["a".into(), "b:1".into()], &actual).is_ok());
         let err = check_repo_tags("t", &["a".into()], &actual).unwrap_err();
         assert!(matches!(err, StepError::Mismatch { .. }), "{err}");
@@ -439,9 +457,13 @@ mod tests {
     #[test]
     fn a_repo_digest_must_be_a_sha256_of_the_repository() {
         let good = format!("gcr.io/x/y@sha256:{}", "0".repeat(64));
-        assert!(check_repo_digests("d", &["gcr.io/x/y:1".into()], std::slice::from_ref(&good)).is_ok());
+        assert!(
+            check_repo_digests("d", &["gcr.io/x/y:1".into()], std::slice::from_ref(&good)).is_ok()
+        );
         assert!(check_repo_digests("d", &["gcr.io/x/z".into()], &[good]).is_err());
-        assert!(check_repo_digests("d", &["gcr.io/x/y".into()], &["gcr.io/x/y@md5:1".into()]).is_err());
+        assert!(
+            check_repo_digests("d", &["gcr.io/x/y".into()], &["gcr.io/x/y@md5:1".into()]).is_err()
+        );
     }
 
     #[test]

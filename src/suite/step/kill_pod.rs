@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{is_default, is_true, yes, Action, Kind, Scope, StepDef, TextExpect};
 use crate::manager::{
-    self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, PodSpec,
-    PodSyncResult, RecordingNetworkPlugin,
+    self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, PodSpec, PodSyncResult,
+    RecordingNetworkPlugin,
 };
 use crate::observe::Answer;
-use crate::world::{expect_eq, mismatch, show, World, StepError};
+use crate::world::{expect_eq, mismatch, show, StepError, World};
 
 /// `kill_pod`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,12 +209,17 @@ impl StepDef for KillPod {
         if let Some(grace) = self.grace_override {
             call.push_str(&format!(" grace_override={grace}"));
         }
-        world
-            .recorder
-            .observe(call, Ok(Answer::Killed(result.clone())), Some(teardown.clone()));
+        world.recorder.observe(
+            call,
+            Ok(Answer::Killed(result.clone())),
+            Some(teardown.clone()),
+        );
         let expect = &self.expect;
         if let Some(wanted) = &expect.teardown {
-            let actual: Vec<String> = teardown.iter().map(|t| world.alias_of(&t.sandbox_id)).collect();
+            let actual: Vec<String> = teardown
+                .iter()
+                .map(|t| world.alias_of(&t.sandbox_id))
+                .collect();
             expect_eq("teardown", &show(wanted), &show(&actual))?;
         }
         if let Some(failed) = expect.failed {
@@ -312,14 +317,25 @@ fn check_results(
     };
     let actual: Vec<String> = result.results.iter().map(describe).collect();
     if wanted.len() != result.results.len() {
-        let wanted: Vec<String> = wanted.iter().map(|w| w.action.0.name().to_owned()).collect();
+        let wanted: Vec<String> = wanted
+            .iter()
+            .map(|w| w.action.0.name().to_owned())
+            .collect();
         return Err(mismatch("results", show(&wanted), show(&actual)));
     }
     for (index, (want, got)) in wanted.iter().zip(&result.results).enumerate() {
         let field = format!("results[{index}]");
-        expect_eq(format!("{field}.action"), want.action.0.name(), got.action.name())?;
+        expect_eq(
+            format!("{field}.action"),
+            want.action.0.name(),
+            got.action.name(),
+        )?;
         if let Some(target) = &want.target {
-            expect_eq(format!("{field}.target"), target, &world.target_alias(&got.target))?;
+            expect_eq(
+                format!("{field}.target"),
+                target,
+                &world.target_alias(&got.target),
+            )?;
         }
         if let Some(error) = &want.error {
             expect_eq(

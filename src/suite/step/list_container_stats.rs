@@ -106,7 +106,9 @@ impl StepDef for ListContainerStats {
         for alias in expect.figure_aliases() {
             scope.container(alias)?;
         }
-        if expect.error.is_some() && (expect.containers.is_some() || expect.figure_aliases().next().is_some()) {
+        if expect.error.is_some()
+            && (expect.containers.is_some() || expect.figure_aliases().next().is_some())
+        {
             return Err(
                 "`expect` names an error and answers; a failed call answers nothing".to_owned(),
             );
@@ -130,7 +132,8 @@ impl StepDef for ListContainerStats {
             }),
         };
         let result = world.runtime.list_container_stats(filter).await;
-        let Some(listed) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))? else {
+        let Some(listed) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        else {
             return Ok(());
         };
         // Other cases' and other users' containers answer a nil filter too; only ours count.

@@ -10,7 +10,7 @@ use super::sandbox_status::{by_prefix, check_prefix};
 use super::{is_default, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerState;
-use crate::world::{expect_eq, show, sorted, World, StepError};
+use crate::world::{expect_eq, show, sorted, StepError, World};
 
 /// `list_containers`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -41,7 +41,10 @@ pub struct ListContainers {
 
 /// What `list_containers` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `list_containers` expectation: `containers`, `states`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `list_containers` expectation: `containers`, `states`"
+)]
 pub struct ListContainersExpect {
     /// Exactly these container aliases answer, in any order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,7 +118,9 @@ impl StepDef for ListContainers {
             let actual = listed
                 .iter()
                 .find(|c| world.alias_of(&c.id) == *alias)
-                .map_or("absent", |c| ContainerState::from_cri_container(c.state).name());
+                .map_or("absent", |c| {
+                    ContainerState::from_cri_container(c.state).name()
+                });
             expect_eq(format!("states.{alias}"), state.0.name(), actual)?;
         }
         Ok(())

@@ -54,7 +54,9 @@ pub struct ListImagesExpect {
 fn answering<'a>(listed: &'a [v1::Image], image: &str) -> Option<&'a v1::Image> {
     let full = named(image);
     listed.iter().find(|i| {
-        i.id == images::resolve(image) || i.repo_tags.contains(&full) || i.repo_digests.contains(&full)
+        i.id == images::resolve(image)
+            || i.repo_tags.contains(&full)
+            || i.repo_digests.contains(&full)
     })
 }
 
@@ -143,9 +145,11 @@ mod tests {
             .check(&mut Scope::default())
             .unwrap_err();
         assert!(err.contains("`c`"), "{err}");
-        assert!(step("images: [a, b]\nexpect: {present: [b], repo_tags: {a: [a]}}")
-            .check(&mut Scope::default())
-            .is_ok());
+        assert!(
+            step("images: [a, b]\nexpect: {present: [b], repo_tags: {a: [a]}}")
+                .check(&mut Scope::default())
+                .is_ok()
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
 use crate::mock::control_api::AdvanceClockRequest;
-use crate::world::{control_failed, World, StepError};
+use crate::world::{control_failed, StepError, World};
 
 /// `mock_advance_clock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

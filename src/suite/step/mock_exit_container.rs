@@ -91,7 +91,9 @@ mod tests {
         let text = format!(
             "suite: s\nabout: x\ncases:\n  - name: c\n    needs: [mock_control]\n    steps:\n      - run_sandbox: {{as: sb, pod: p}}\n      - create_container: {{as: app, sandbox: sb}}\n      - mock_exit_container: {step}\n      - version: {{}}\n"
         );
-        parse("s.yaml", &text).map(|_| ()).map_err(|e| e.to_string())
+        parse("s.yaml", &text)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     #[rstest]
@@ -104,7 +106,10 @@ mod tests {
 
     #[rstest]
     #[case::no_time("{container: app}", "exactly one of `at` and `after`")]
-    #[case::both_times("{container: app, at: 5, after: 1s}", "exactly one of `at` and `after`")]
+    #[case::both_times(
+        "{container: app, at: 5, after: 1s}",
+        "exactly one of `at` and `after`"
+    )]
     #[case::bad_duration("{container: app, after: soon}", "`after: soon` is not a duration")]
     #[case::before_the_epoch("{container: app, at: 0}", "`at` must be after the epoch")]
     #[case::unknown_container("{container: web, after: 1s}", "unknown container alias `web`")]

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef, GrpcCode};
+use super::{GrpcCode, Kind, Scope, StepDef};
 use crate::mock::control_api::InjectErrorRequest;
-use crate::world::{control_failed, World, StepError};
+use crate::world::{control_failed, StepError, World};
 
 fn one() -> u32 {
     1

@@ -10,7 +10,7 @@ use crate::cri::v1;
 use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::control_api::SeedContainerRequest;
-use crate::world::{control_failed, seed_time, World, ContainerRef, StepError};
+use crate::world::{control_failed, seed_time, ContainerRef, StepError, World};
 
 fn running() -> State {
     State(ContainerState::Running)
@@ -92,7 +92,11 @@ impl StepDef for MockSeedContainer {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let name = self.name.clone().unwrap_or_else(|| self.alias.clone());
         let sandbox_id = world.aliases.sandbox_id_or_made_up(&self.sandbox);
-        let sandbox_pod = world.aliases.sandbox(&self.sandbox).ok().map(|s| s.pod.clone());
+        let sandbox_pod = world
+            .aliases
+            .sandbox(&self.sandbox)
+            .ok()
+            .map(|s| s.pod.clone());
         // A sandbox that was never made has no pod to inherit.
         let pod = match self.pod_labels.as_deref() {
             Some("none") => None,

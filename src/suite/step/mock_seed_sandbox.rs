@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{is_default, is_true, yes, Kind, SandboxState, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::mock::control_api::SeedPodSandboxRequest;
-use crate::world::{control_failed, seed_time, World, SandboxRef, StepError};
+use crate::world::{control_failed, seed_time, SandboxRef, StepError, World};
 
 /// `mock_seed_sandbox`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,7 +60,8 @@ pub struct MockSeedSandbox {
 impl StepDef for MockSeedSandbox {
     const NAME: &'static str = "mock_seed_sandbox";
     const KIND: Kind = Kind::MockControl;
-    const ABOUT: &'static str = "Inserts a raw sandbox, possibly one a real runtime never produces.";
+    const ABOUT: &'static str =
+        "Inserts a raw sandbox, possibly one a real runtime never produces.";
 
     fn check(&self, scope: &mut Scope) -> Result<(), String> {
         if self.ip.is_some() && !self.network {

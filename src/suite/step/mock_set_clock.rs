@@ -4,11 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
 use crate::mock::control_api::SetClockRequest;
-use crate::world::{control_failed, World, StepError};
+use crate::world::{control_failed, StepError, World};
 
 /// `mock_set_clock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `mock_set_clock` step: `unix_seconds`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `mock_set_clock` step: `unix_seconds`"
+)]
 pub struct MockSetClock {
     /// The instant, in seconds since the Unix epoch.
     pub unix_seconds: i64,

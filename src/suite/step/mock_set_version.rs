@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::{Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::mock::control_api::SetVersionRequest;
-use crate::world::{control_failed, World, StepError};
+use crate::world::{control_failed, StepError, World};
 
 /// `mock_set_version` (defaults: the mock's own answer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,7 +20,10 @@ pub struct NewManager {
 
 /// What `new_manager` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `new_manager` expectation: `error`, `runtime_type`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `new_manager` expectation: `error`, `runtime_type`"
+)]
 pub struct NewManagerExpect {
     /// The construction fails like this (otherwise it must succeed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

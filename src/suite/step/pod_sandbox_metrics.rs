@@ -39,7 +39,10 @@ fn check_metric(
         declared.sort();
         return Err(mismatch(
             format!("{place}.{}", metric.name),
-            format!("a name ListMetricDescriptors declares ({})", show(&declared)),
+            format!(
+                "a name ListMetricDescriptors declares ({})",
+                show(&declared)
+            ),
             "undeclared",
         ));
     };
@@ -69,13 +72,21 @@ impl StepDef for PodSandboxMetrics {
         for descriptor in &descriptors {
             let place = format!("descriptors.{}", descriptor.name);
             if descriptor.name.is_empty() {
-                return Err(mismatch("descriptors", "every descriptor named", "an empty name"));
+                return Err(mismatch(
+                    "descriptors",
+                    "every descriptor named",
+                    "an empty name",
+                ));
             }
             if descriptor.help.is_empty() {
                 return Err(mismatch(format!("{place}.help"), "help text", "none"));
             }
             if descriptor.label_keys.is_empty() {
-                return Err(mismatch(format!("{place}.label_keys"), "label keys", "none"));
+                return Err(mismatch(
+                    format!("{place}.label_keys"),
+                    "label keys",
+                    "none",
+                ));
             }
             if keys
                 .insert(descriptor.name.as_str(), descriptor.label_keys.len())
@@ -107,7 +118,11 @@ impl StepDef for PodSandboxMetrics {
             };
             if pod.metrics.is_empty() && pod.container_metrics.iter().all(|c| c.metrics.is_empty())
             {
-                return Err(mismatch(format!("pod_metrics.{alias}"), "some metric", "none"));
+                return Err(mismatch(
+                    format!("pod_metrics.{alias}"),
+                    "some metric",
+                    "none",
+                ));
             }
         }
         for alias in &self.containers {

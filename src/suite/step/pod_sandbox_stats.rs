@@ -99,7 +99,8 @@ impl StepDef for PodSandboxStats {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let id = world.aliases.sandbox(&self.sandbox)?.id.clone();
         let result = world.runtime.pod_sandbox_stats(&id).await;
-        let Some(stats) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))? else {
+        let Some(stats) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
+        else {
             return Ok(());
         };
         let stats = stats.ok_or_else(|| mismatch("stats", "stats in the answer", "none"))?;
@@ -124,9 +125,12 @@ impl StepDef for PodSandboxStats {
             want.check("process_count", process_reading(linux.process.as_ref()))?;
         }
         if let Some(wanted) = &expect.containers {
-            let listed = sorted(linux.containers.iter().map(|c| {
-                world.alias_of(c.attributes.as_ref().map_or("", |a| a.id.as_str()))
-            }));
+            let listed = sorted(
+                linux
+                    .containers
+                    .iter()
+                    .map(|c| world.alias_of(c.attributes.as_ref().map_or("", |a| a.id.as_str()))),
+            );
             expect_eq(
                 "containers",
                 &show(&sorted(wanted.iter().cloned())),

@@ -9,14 +9,19 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::image_status::{check_image, check_repo_digests, check_repo_tags, learn, reference, RefKind};
+use super::image_status::{
+    check_image, check_repo_digests, check_repo_tags, learn, reference, RefKind,
+};
 use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::images::Reference;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
 /// `pull_image`: a bare image, or a pull with expectations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged, expecting = "a `pull_image` step: an image, or `image`, `by`, `expect`")]
+#[serde(
+    untagged,
+    expecting = "a `pull_image` step: an image, or `image`, `by`, `expect`"
+)]
 pub enum PullImage {
     /// `pull_image: IMAGE`: pulled unless present.
     Setup(String),
@@ -151,7 +156,11 @@ impl PullCheck {
                 "no image",
             ));
         };
-        expect_eq("id (PullImage's answer against ImageStatus)", &status.id, &id)?;
+        expect_eq(
+            "id (PullImage's answer against ImageStatus)",
+            &status.id,
+            &id,
+        )?;
         if let Some(tags) = &self.expect.repo_tags {
             check_repo_tags("repo_tags", tags, &status.repo_tags)?;
         }

@@ -86,7 +86,10 @@ impl StepDef for RemoveImage {
                 return Err("concurrent: at least 2 removals at once".into());
             }
             if self.setup || self.expect.error.is_some() {
-                return Err("concurrent: removals at once must all succeed; no `setup` or `expect.error`".into());
+                return Err(
+                    "concurrent: removals at once must all succeed; no `setup` or `expect.error`"
+                        .into(),
+                );
             }
         }
         scope.error(self.expect.error.as_ref())
@@ -107,7 +110,10 @@ impl StepDef for RemoveImage {
                 Some(found) => Err(mismatch(
                     format!("{} by {} before the case", self.image, self.by),
                     "no image",
-                    format!("image with tags {:?} (RemoveImage: {result:?})", found.repo_tags),
+                    format!(
+                        "image with tags {:?} (RemoveImage: {result:?})",
+                        found.repo_tags
+                    ),
                 )),
             };
         }
@@ -139,7 +145,10 @@ impl RemoveImage {
         });
         let outcomes = futures::future::join_all(calls).await;
         world.forget_pulled();
-        let failed = outcomes.iter().filter(|(result, _)| result.is_err()).count();
+        let failed = outcomes
+            .iter()
+            .filter(|(result, _)| result.is_err())
+            .count();
         for (index, (result, after)) in outcomes.into_iter().enumerate() {
             if let Err(err) = result {
                 return Err(mismatch(
@@ -154,7 +163,10 @@ impl RemoveImage {
             }
             if let Some(found) = after? {
                 return Err(mismatch(
-                    format!("concurrent[{index}]: {} after its removal returned", self.image),
+                    format!(
+                        "concurrent[{index}]: {} after its removal returned",
+                        self.image
+                    ),
                     "no image",
                     format!("image with tags {:?}", found.repo_tags),
                 ));
@@ -175,12 +187,22 @@ impl RemoveImage {
             ));
         }
         for image in &self.expect.absent {
-            if world.runtime.image_status(&images::resolve(image)).await?.is_some() {
+            if world
+                .runtime
+                .image_status(&images::resolve(image))
+                .await?
+                .is_some()
+            {
                 return Err(mismatch(format!("absent.{image}"), "no image", "an image"));
             }
         }
         for image in &self.expect.present {
-            if world.runtime.image_status(&images::resolve(image)).await?.is_none() {
+            if world
+                .runtime
+                .image_status(&images::resolve(image))
+                .await?
+                .is_none()
+            {
                 return Err(mismatch(format!("present.{image}"), "an image", "no image"));
             }
         }
@@ -198,7 +220,8 @@ mod tests {
 
     #[test]
     fn a_remove_step_reads_its_kind_of_reference_and_prints_back_only_what_differs() {
-        let parsed = step("image: test-image-tags\nby: short_id\nexpect: {absent: ['test-image-tags:2']}");
+        let parsed =
+            step("image: test-image-tags\nby: short_id\nexpect: {absent: ['test-image-tags:2']}");
         assert_eq!(parsed.by, RefKind::ShortId);
         assert!(parsed.check(&mut Scope::default()).is_ok());
         let printed = serde_saphyr::to_string(&step("image: busybox")).unwrap();
@@ -207,11 +230,16 @@ mod tests {
 
     #[test]
     fn concurrent_removals_are_two_or_more_and_all_expected_to_succeed() {
-        assert!(step("image: a\nconcurrent: 5").check(&mut Scope::default()).is_ok());
+        assert!(step("image: a\nconcurrent: 5")
+            .check(&mut Scope::default())
+            .is_ok());
         for (yaml, why) in [
             ("image: a\nconcurrent: 1", "at least 2"),
             ("image: a\nconcurrent: 2\nsetup: true", "must all succeed"),
-            ("image: a\nconcurrent: 2\nexpect: {error: {}}", "must all succeed"),
+            (
+                "image: a\nconcurrent: 2\nexpect: {error: {}}",
+                "must all succeed",
+            ),
         ] {
             let err = step(yaml).check(&mut Scope::default()).unwrap_err();
             assert!(err.contains(why), "{yaml}: {err}");

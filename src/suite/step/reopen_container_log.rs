@@ -33,7 +33,10 @@ pub struct ReopenContainerLog {
 
 /// What `reopen_container_log` checks besides the rotation.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `reopen_container_log` expectation: `error`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `reopen_container_log` expectation: `error`"
+)]
 pub struct ReopenExpect {
     /// The call fails like this (e.g. for a container that is not running).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,11 +86,7 @@ impl StepDef for ReopenContainerLog {
         } else {
             None
         };
-        let result = world
-            .runtime
-            .reopen_container_log(&id)
-            .await
-            ;
+        let result = world.runtime.reopen_container_log(&id).await;
         if check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?.is_none() {
             return Ok(());
         }

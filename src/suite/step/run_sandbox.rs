@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::create_container::Seccomp;
 use super::{check_call, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
-use crate::world::{World, SandboxRef, StepError};
+use crate::world::{SandboxRef, StepError, World};
 
 /// `run_sandbox`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,7 +80,10 @@ pub struct RunSandbox {
 
 /// What `run_sandbox` checks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `run_sandbox` expectation: `error`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `run_sandbox` expectation: `error`"
+)]
 pub struct RunSandboxExpect {
     /// RunPodSandbox fails like this; the alias then names no sandbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,7 +121,10 @@ pub enum UsernsMode {
 
 /// One id range of a user namespace: `length` ids from `container` on are `host` on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a mapping: `container`, `host`, `length`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping: `container`, `host`, `length`"
+)]
 pub struct IdMapping {
     /// First id inside.
     pub container: u32,
@@ -344,7 +350,10 @@ impl StepDef for RunSandbox {
             seccomp.check()?;
         }
         if let Some(port) = self.ports.iter().find(|p| p.container_port == 0) {
-            return Err(format!("ports: container_port 0 (host_port {}) names no port", port.host_port));
+            return Err(format!(
+                "ports: container_port 0 (host_port {}) names no port",
+                port.host_port
+            ));
         }
         scope.error(self.expect.error.as_ref())?;
         scope.define_sandbox(&self.alias)
@@ -367,9 +376,8 @@ impl StepDef for RunSandbox {
         let labels = world
             .ids
             .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
-        let security_context = self.security_context(|path| {
-            Ok(world.host_path(path)?.display().to_string())
-        })?;
+        let security_context =
+            self.security_context(|path| Ok(world.host_path(path)?.display().to_string()))?;
         let config = v1::PodSandboxConfig {
             metadata: Some(v1::PodSandboxMetadata {
                 name: pod.name.clone(),
@@ -416,7 +424,10 @@ impl StepDef for RunSandbox {
             ..Default::default()
         };
         let handler = world.runtime_handler.clone();
-        let result = world.runtime.run_pod_sandbox(config.clone(), &handler).await;
+        let result = world
+            .runtime
+            .run_pod_sandbox(config.clone(), &handler)
+            .await;
         // The runner redacts the failure message.
         let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
             return Ok(());
@@ -453,11 +464,36 @@ mod tests {
     }
 
     #[rstest]
-    #[case::default("", v1::NamespaceMode::Pod, v1::NamespaceMode::Container, v1::NamespaceMode::Pod)]
-    #[case::host_network(", host_network: true", v1::NamespaceMode::Node, v1::NamespaceMode::Container, v1::NamespaceMode::Pod)]
-    #[case::host_pid(", host_pid: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Node, v1::NamespaceMode::Pod)]
-    #[case::share_pid(", share_pid: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Pod, v1::NamespaceMode::Pod)]
-    #[case::host_ipc(", host_ipc: true", v1::NamespaceMode::Pod, v1::NamespaceMode::Container, v1::NamespaceMode::Node)]
+    #[case::default(
+        "",
+        v1::NamespaceMode::Pod,
+        v1::NamespaceMode::Container,
+        v1::NamespaceMode::Pod
+    )]
+    #[case::host_network(
+        ", host_network: true",
+        v1::NamespaceMode::Node,
+        v1::NamespaceMode::Container,
+        v1::NamespaceMode::Pod
+    )]
+    #[case::host_pid(
+        ", host_pid: true",
+        v1::NamespaceMode::Pod,
+        v1::NamespaceMode::Node,
+        v1::NamespaceMode::Pod
+    )]
+    #[case::share_pid(
+        ", share_pid: true",
+        v1::NamespaceMode::Pod,
+        v1::NamespaceMode::Pod,
+        v1::NamespaceMode::Pod
+    )]
+    #[case::host_ipc(
+        ", host_ipc: true",
+        v1::NamespaceMode::Pod,
+        v1::NamespaceMode::Container,
+        v1::NamespaceMode::Node
+    )]
     fn namespaces_follow_the_pods_host_and_share_flags(
         #[case] yaml: &str,
         #[case] network: v1::NamespaceMode,
@@ -522,7 +558,11 @@ mod tests {
         .unwrap();
         assert_eq!(options.mode, v1::NamespaceMode::Pod as i32);
         assert_eq!(
-            (options.uids[0].host_id, options.uids[0].length, options.gids[0].host_id),
+            (
+                options.uids[0].host_id,
+                options.uids[0].length,
+                options.gids[0].host_id
+            ),
             (1000, 100_000, 2000)
         );
         assert_eq!(sandbox("").namespaces().userns_options, None);

@@ -39,8 +39,10 @@ struct FirstAnswer(v1::RuntimeConfigResponse);
 
 /// The name a cgroup driver value shows as.
 pub(crate) fn driver_name(driver: i32) -> String {
-    v1::CgroupDriver::try_from(driver)
-        .map_or_else(|_| format!("unknown driver {driver}"), |d| d.as_str_name().to_owned())
+    v1::CgroupDriver::try_from(driver).map_or_else(
+        |_| format!("unknown driver {driver}"),
+        |d| d.as_str_name().to_owned(),
+    )
 }
 
 fn show(answer: &v1::RuntimeConfigResponse) -> String {
@@ -81,7 +83,11 @@ impl StepDef for RuntimeConfig {
                 ));
             }
         }
-        match world.kept.get(Self::NAME).and_then(|k| k.downcast_ref::<FirstAnswer>()) {
+        match world
+            .kept
+            .get(Self::NAME)
+            .and_then(|k| k.downcast_ref::<FirstAnswer>())
+        {
             Some(FirstAnswer(first)) => {
                 if self.expect.unchanged {
                     expect_eq("unchanged", &show(first), &show(&answer))?;

@@ -73,11 +73,7 @@ impl StepDef for RuntimeVersion {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let result = world
-            .runtime
-            .version(KUBE_RUNTIME_API_VERSION)
-            .await
-            ;
+        let result = world.runtime.version(KUBE_RUNTIME_API_VERSION).await;
         let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());

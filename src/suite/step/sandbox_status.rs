@@ -202,20 +202,20 @@ impl StepDef for SandboxStatus {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let sandbox = world.aliases.sandbox(&self.sandbox)?.clone();
         let asked = by_prefix(&sandbox.id, self.id_prefix);
-        let result = world
-            .runtime
-            .pod_sandbox_status(asked)
-            .await
-            ;
+        let result = world.runtime.pod_sandbox_status(asked).await;
         let Some(answer) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());
         };
-        let status = answer.status.ok_or_else(|| {
-            mismatch("status", "a status", "an answer without one".to_owned())
-        })?;
+        let status = answer
+            .status
+            .ok_or_else(|| mismatch("status", "a status", "an answer without one".to_owned()))?;
         let expect = &self.expect;
-        expect_eq("id", &world.alias_of(&sandbox.id), &world.alias_of(&status.id))?;
+        expect_eq(
+            "id",
+            &world.alias_of(&sandbox.id),
+            &world.alias_of(&status.id),
+        )?;
         if let Some(state) = expect.state {
             expect_eq(
                 "state",
@@ -278,7 +278,12 @@ fn echoes(
         &got.attempt.to_string(),
     )?;
     expect_map(world, "labels", &config.labels, &status.labels)?;
-    expect_map(world, "annotations", &config.annotations, &status.annotations)?;
+    expect_map(
+        world,
+        "annotations",
+        &config.annotations,
+        &status.annotations,
+    )?;
     let sent_options = config
         .linux
         .as_ref()
@@ -292,9 +297,7 @@ fn echoes(
         .and_then(|n| n.options.clone())
         .unwrap_or_default();
     let show = |o: &v1::NamespaceOption| {
-        let mode = |m: i32| {
-            v1::NamespaceMode::try_from(m).map_or("?", |m| m.as_str_name())
-        };
+        let mode = |m: i32| v1::NamespaceMode::try_from(m).map_or("?", |m| m.as_str_name());
         format!(
             "network {}, pid {}, ipc {}",
             mode(o.network),

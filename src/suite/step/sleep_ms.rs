@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use crate::world::{StepError, World};
 
 /// `sleep_ms`: milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

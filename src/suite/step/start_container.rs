@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use crate::world::{StepError, World};
 
 /// `start_container`: the container's alias.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::world::{World, StepError};
+use crate::world::{StepError, World};
 
 /// `status`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

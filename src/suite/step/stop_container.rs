@@ -27,7 +27,10 @@ const SIGTERM_BIT: u64 = 1 << 14;
 
 /// `stop_container`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a `stop_container` step: `container`, `timeout`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a `stop_container` step: `container`, `timeout`"
+)]
 pub struct StopContainer {
     /// Container alias.
     pub container: String,
@@ -90,7 +93,10 @@ async fn await_term_trap(client: &CriClient, id: &str) {
             Err(_) => return,
         }
     }
-    tracing::warn!(container = id, "its first process did not set its TERM trap in time");
+    tracing::warn!(
+        container = id,
+        "its first process did not set its TERM trap in time"
+    );
 }
 
 /// Whether a NUL-separated command line is an OCI runtime's init before it execs the
@@ -105,7 +111,10 @@ fn before_exec(cmdline: &[u8]) -> bool {
 fn sets_term_trap(cmdline: &[u8]) -> bool {
     let text = String::from_utf8_lossy(cmdline);
     text.split('\0').any(|arg| {
-        arg.contains("trap ") && arg.split([' ', ';']).any(|word| word == "TERM" || word == "SIGTERM" || word == "15")
+        arg.contains("trap ")
+            && arg
+                .split([' ', ';'])
+                .any(|word| word == "TERM" || word == "SIGTERM" || word == "15")
     })
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::world::{World, StepError};
+use crate::world::{StepError, World};
 
 /// `stop_sandbox`: the sandbox's alias.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,8 +19,7 @@ use super::{is_default, Action, Kind, SandboxState, Scope, State, StepDef, TextE
 use crate::cri::{labels, v1};
 use crate::manager::lifecycle::{
     build_container_log_path, build_pod_logs_directory, k8s, pod, Backoff, Clock, ManualClock,
-    PodSync, ProbeResult, ProbeResults, ResourceName, SyncOptions,
-    WallClock,
+    PodSync, ProbeResult, ProbeResults, ResourceName, SyncOptions, WallClock,
 };
 use crate::manager::ContainerState;
 use crate::observe::Answer;
@@ -223,7 +222,10 @@ pub struct ContainerSeen {
 
 /// One sandbox of the pod.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a sandbox's state: `attempt`, `state`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a sandbox's state: `attempt`, `state`"
+)]
 pub struct SandboxSeen {
     /// Its attempt.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -333,7 +335,9 @@ impl StepDef for SyncPod {
             .remove(Self::NAME)
             .and_then(|kept| kept.downcast::<Memory>().ok())
             .map_or_else(Memory::new, |kept| *kept);
-        memory.manifests.insert(self.alias.clone(), manifest.clone());
+        memory
+            .manifests
+            .insert(self.alias.clone(), manifest.clone());
         if let Some(now) = self.now {
             memory.clock.set(now.saturating_mul(1_000_000_000));
         }
@@ -351,7 +355,11 @@ fn container_names(manifest: &k8s::Pod) -> Vec<String> {
         .iter()
         .chain(pod::containers(manifest))
         .map(|c| c.name.clone())
-        .chain(pod::ephemeral_containers(manifest).iter().map(|c| c.name.clone()))
+        .chain(
+            pod::ephemeral_containers(manifest)
+                .iter()
+                .map(|c| c.name.clone()),
+        )
         .collect()
 }
 
@@ -465,11 +473,7 @@ impl SyncPod {
             }
         }
         if let Some(want) = &self.expect.error {
-            return Err(mismatch(
-                "error",
-                format!("an error ({want:?})"),
-                "success",
-            ));
+            return Err(mismatch("error", format!("an error ({want:?})"), "success"));
         }
         if let Some(want) = &self.expect.rounds {
             compare("rounds", want, &rounds)?;
@@ -543,7 +547,10 @@ impl SyncPod {
                 .recorder
                 .redactor
                 .sandbox(&sandbox.id, &format!("{}#{number}", self.alias));
-            world.aliases.sandboxes.retain(|s| s.id != sandbox.id && s.alias != alias);
+            world
+                .aliases
+                .sandboxes
+                .retain(|s| s.id != sandbox.id && s.alias != alias);
             world.aliases.sandboxes.push(crate::world::SandboxRef {
                 alias,
                 id: sandbox.id.clone(),
@@ -675,7 +682,10 @@ fn beside(suite_file: &str, file: &str) -> String {
     for part in file.split('/') {
         match part {
             "" | "." => {}
-            ".." if parts.last().is_some_and(|last| *last != ".." && !last.is_empty()) => {
+            ".." if parts
+                .last()
+                .is_some_and(|last| *last != ".." && !last.is_empty()) =>
+            {
                 parts.pop();
             }
             _ => parts.push(part),
@@ -719,7 +729,11 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
         create_sandbox: a.create_sandbox,
         attempt: a.create_sandbox.then_some(a.attempt),
         start,
-        kill: a.containers_to_kill.values().map(|k| k.name.clone()).collect(),
+        kill: a
+            .containers_to_kill
+            .values()
+            .map(|k| k.name.clone())
+            .collect(),
         resize: a
             .containers_to_update
             .iter()
@@ -728,7 +742,9 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
                     ResourceName::Memory => "memory",
                     ResourceName::Cpu => "cpu",
                 };
-                updates.iter().map(move |u| format!("{} {resource}", u.name))
+                updates
+                    .iter()
+                    .map(move |u| format!("{} {resource}", u.name))
             })
             .collect(),
         results: sync
@@ -855,9 +871,7 @@ mod tests {
         let step = step(
             "as: web\npod:\n  spec:\n    initContainers: [{name: init, image: busybox}]\n    containers: [{name: app, image: busybox}]\n",
         );
-        let Ok(step) = step else {
-            panic!("{step:?}")
-        };
+        let Ok(step) = step else { panic!("{step:?}") };
         let mut scope = Scope::default();
         assert_eq!(step.check(&mut scope), Ok(()));
         assert_eq!(scope.container("web-init"), Ok(()));
@@ -871,7 +885,9 @@ mod tests {
             panic!("parses")
         };
         let mut scope = Scope::default();
-        assert!(again.check(&mut scope).is_err_and(|e| e.contains("no manifest")));
+        assert!(again
+            .check(&mut scope)
+            .is_err_and(|e| e.contains("no manifest")));
         let Ok(first) = step("as: web\npod: {spec: {containers: [{name: app}]}}\n") else {
             panic!("parses")
         };
@@ -881,7 +897,8 @@ mod tests {
 
     #[test]
     fn rounds_and_until_exclude_each_other() {
-        let Ok(both) = step("as: web\nrounds: 2\nuntil: running\npod: {spec: {containers: [{name: app}]}}\n")
+        let Ok(both) =
+            step("as: web\nrounds: 2\nuntil: running\npod: {spec: {containers: [{name: app}]}}\n")
         else {
             panic!("parses")
         };

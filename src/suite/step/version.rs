@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
-use crate::world::{expect_eq, World, StepError};
+use crate::world::{expect_eq, StepError, World};
 
 /// `version`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -17,7 +17,10 @@ pub struct Version {
 
 /// What `version` and `api_version` check.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a version expectation: `error`, `version`")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a version expectation: `error`, `version`"
+)]
 pub struct VersionExpect {
     /// The call fails like this.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -96,11 +96,9 @@ impl StepDef for WaitContainer {
         let mut poll = Poll::new(self.within_ms);
         loop {
             let status = world.runtime.container_status(&id).await?;
-            let state = status
-                .status
-                .map_or(ContainerState::Unknown, |s| {
-                    ContainerState::from_cri_container(s.state)
-                });
+            let state = status.status.map_or(ContainerState::Unknown, |s| {
+                ContainerState::from_cri_container(s.state)
+            });
             if state == self.state.0 {
                 return Ok(());
             }

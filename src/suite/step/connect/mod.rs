@@ -196,8 +196,9 @@ async fn node(world: &World) -> Result<Place, StepError> {
         .ok()
         .and_then(|e| e.unix_path().map(ToOwned::to_owned));
     match endpoint {
-        Some(socket) => netns::node_of(&socket)
-            .map_err(|err| StepError::Unsupported(format!("connect: {}", super::exec::chain(&err)))),
+        Some(socket) => netns::node_of(&socket).map_err(|err| {
+            StepError::Unsupported(format!("connect: {}", super::exec::chain(&err)))
+        }),
         // A runtime over TCP is on another machine or here; its namespace cannot be learnt.
         None => Ok(Place::Here),
     }
@@ -229,13 +230,19 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
     // A harness in a pod of its own (deploy/) does not see the runtime's netns directory, but
     // with the node's PID namespace it sees the sandbox's process, whose namespace is the same.
     let place = match (place, crate::cri::process_id(&status.info)) {
-        (Err(_), Some(pid)) => netns::place_of(std::path::Path::new(&format!("/proc/{pid}/ns/net"))),
+        (Err(_), Some(pid)) => {
+            netns::place_of(std::path::Path::new(&format!("/proc/{pid}/ns/net")))
+        }
         (place, _) => place,
     };
-    place.map_err(|err| StepError::Unsupported(format!("connect from {}: {}", from.sandbox, super::exec::chain(&err))))
+    place.map_err(|err| {
+        StepError::Unsupported(format!(
+            "connect from {}: {}",
+            from.sandbox,
+            super::exec::chain(&err)
+        ))
+    })
 }
-
-
 
 /// One connection: connect, send, read until the server closes or `budget` is spent.
 async fn try_once(
@@ -268,14 +275,16 @@ async fn try_once(
         }
         Ok::<_, io::Error>(answer)
     };
-    Ok(match tokio::time::timeout(budget.max(RETRY), exchange).await {
-        Ok(Ok(answer)) => Try::Answered(String::from_utf8_lossy(&answer).into_owned()),
-        Ok(Err(err)) => Try::Failed(err),
-        Err(_) => Try::Failed(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "the server did not close the connection in time",
-        )),
-    })
+    Ok(
+        match tokio::time::timeout(budget.max(RETRY), exchange).await {
+            Ok(Ok(answer)) => Try::Answered(String::from_utf8_lossy(&answer).into_owned()),
+            Ok(Err(err)) => Try::Failed(err),
+            Err(_) => Try::Failed(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the server did not close the connection in time",
+            )),
+        },
+    )
 }
 
 impl StepDef for Connect {
@@ -384,8 +393,14 @@ mod tests {
     #[case::sandbox_without_port("to: {sandbox: sb}", Some("`to` takes"))]
     #[case::port_zero("to: {sandbox: sb, port: 0}", Some("1 to 65535"))]
     #[case::host_port_zero("to: {host_port: 0}", Some("1 to 65535"))]
-    #[case::unknown_sandbox("to: {sandbox: other, port: 80}", Some("unknown sandbox alias `other`"))]
-    #[case::unknown_origin("{to: {host_port: 1}, from: {sandbox: x}}", Some("unknown sandbox alias `x`"))]
+    #[case::unknown_sandbox(
+        "to: {sandbox: other, port: 80}",
+        Some("unknown sandbox alias `other`")
+    )]
+    #[case::unknown_origin(
+        "{to: {host_port: 1}, from: {sandbox: x}}",
+        Some("unknown sandbox alias `x`")
+    )]
     #[case::answer_and_refused(
         "{to: {host_port: 1}, expect: {refused: true, answer: {contains: a}}}",
         Some("not both")

@@ -134,17 +134,15 @@ async fn connect_in(
     std::thread::Builder::new()
         .name("cri-harness-netns".to_owned())
         .spawn(move || {
-            let result = match move_into_link_name_space(
-                file.as_fd(),
-                Some(LinkNameSpaceType::Network),
-            ) {
-                Err(err) => Err(PlaceError::Enter {
-                    path: owned,
-                    source: err.into(),
-                }),
-                // The thread ends with this call, so no later work runs in the namespace.
-                Ok(()) => Ok(TcpStream::connect_timeout(&addr, timeout)),
-            };
+            let result =
+                match move_into_link_name_space(file.as_fd(), Some(LinkNameSpaceType::Network)) {
+                    Err(err) => Err(PlaceError::Enter {
+                        path: owned,
+                        source: err.into(),
+                    }),
+                    // The thread ends with this call, so no later work runs in the namespace.
+                    Ok(()) => Ok(TcpStream::connect_timeout(&addr, timeout)),
+                };
             let _ = done.send(result);
         })
         .map_err(|_| PlaceError::Thread {
