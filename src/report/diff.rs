@@ -262,8 +262,9 @@ fn side_of(lane: &str, report: &RunReport, side: &mut Side) {
 }
 
 /// Reads one side: a report file (its lane is empty) or a directory, every report under it a
-/// lane named by its path there (see [`lane`]). Files under a directory that hold no report (a bench's JSON)
-/// are passed over; a file named directly must hold one.
+/// lane named by its path there, or by the directory's name for the report at its root. Files
+/// under a directory that hold no report (a bench's JSON) are passed over; a file named
+/// directly must hold one.
 pub fn read_side(input: &Path) -> Result<Side, ReadError> {
     let mut side = Side::new();
     let is_dir = std::fs::metadata(input)
