@@ -15,7 +15,7 @@ use super::{cleanup_command, INTERRUPTED};
 use crate::bench::{self, Benchmark};
 use crate::cri::{self, CriClient};
 use crate::mock::{MockRuntime, MockServer};
-use crate::runner::{self, cleanup::Lease};
+use crate::runner::cleanup::Lease;
 
 /// Arguments of `cri-harness bench`.
 #[derive(Debug, clap::Args)]
@@ -92,13 +92,7 @@ async fn connect(
 
 /// Runs `cri-harness bench`; `stop` (SIGINT, SIGTERM) ends it after a sweep.
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
-    let run_id = match args.run_id.clone() {
-        Some(id) if runner::valid_run_id(&id) => id,
-        Some(id) => {
-            anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
-        }
-        None => runner::new_run_id(),
-    };
+    let run_id = super::common::run_id(args.run_id.clone())?;
     // Nothing is made before the connection stands, so a signal meanwhile just exits.
     let connected = tokio::select! {
         connected = connect(&args, &run_id) => connected?,

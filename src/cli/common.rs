@@ -207,6 +207,33 @@ impl LeaseDirArg {
             .clone()
             .unwrap_or_else(cleanup::default_lease_dir)
     }
+
+    /// On an endpoint, the run's lease and the `clean` command that removes what an
+    /// interrupted run leaves; nothing on the mock, which goes with the run.
+    pub fn lease_for(
+        &self,
+        chosen: &Chosen,
+        run_id: &str,
+    ) -> anyhow::Result<(Option<cleanup::Lease>, Option<String>)> {
+        Ok(match chosen {
+            Chosen::Mock => (None, None),
+            Chosen::Endpoint { runtime, image } => (
+                Some(cleanup::Lease::acquire(&self.dir(), run_id)?),
+                Some(super::cleanup_command(runtime, image, run_id)),
+            ),
+        })
+    }
+}
+
+/// The run id asked for (`--run-id`), checked, or a new one.
+pub fn run_id(asked: Option<String>) -> anyhow::Result<String> {
+    match asked {
+        Some(id) if crate::runner::valid_run_id(&id) => Ok(id),
+        Some(id) => {
+            anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
+        }
+        None => Ok(crate::runner::new_run_id()),
+    }
 }
 
 /// Parses a positive duration in humantime's syntax: `250ms`, `5s`, `2m`, `1h`, `1m30s`,

@@ -12,10 +12,9 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use super::common::{defect_name, parse_duration, Chosen, LeaseDirArg, TargetArgs};
-use super::{cleanup_command, INTERRUPTED};
+use super::INTERRUPTED;
 use crate::cri;
 use crate::fuzz::{self, print, Options, Where};
-use crate::runner::{self, cleanup::Lease};
 
 /// Arguments of `cri-harness fuzz`.
 #[derive(Debug, clap::Args)]
@@ -66,20 +65,8 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
     if !args.mock_defects.is_empty() && chosen != Chosen::Mock {
         anyhow::bail!("--mock-defect needs --mock");
     }
-    let run_id = match args.run_id.clone() {
-        Some(id) if runner::valid_run_id(&id) => id,
-        Some(id) => {
-            anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
-        }
-        None => runner::new_run_id(),
-    };
-    let (_lease, clean_with) = match &chosen {
-        Chosen::Mock => (None, None),
-        Chosen::Endpoint { runtime, image } => (
-            Some(Lease::acquire(&args.lease.dir(), &run_id)?),
-            Some(cleanup_command(runtime, image, &run_id)),
-        ),
-    };
+    let run_id = super::common::run_id(args.run_id.clone())?;
+    let (_lease, clean_with) = args.lease.lease_for(&chosen, &run_id)?;
     tokio::select! {
         outcome = fuzz_run(args, chosen, run_id) => outcome,
         () = stop.cancelled() => {

@@ -16,12 +16,11 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{Chosen, LeaseDirArg, TargetArgs};
-use super::{cleanup_command, INTERRUPTED};
+use super::INTERRUPTED;
 use crate::cri;
 use crate::manager::KubeletProfile;
 use crate::mock::MockRuntime;
 use crate::prop::{self, differential, Naming, Profile, Property, Target};
-use crate::runner::{self, cleanup::Lease};
 
 /// Arguments of `cri-harness prop`.
 #[derive(Debug, clap::Args)]
@@ -104,20 +103,8 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
             "--differential compares the mock with a runtime: give the runtime's endpoint (-r/--runtime-endpoint), not --mock"
         );
     }
-    let run_id = match args.run_id.clone() {
-        Some(id) if runner::valid_run_id(&id) => id,
-        Some(id) => {
-            anyhow::bail!("run id {id:?} must be 1-20 lower-case letters, digits and inner dashes")
-        }
-        None => runner::new_run_id(),
-    };
-    let (_lease, clean_with) = match &chosen {
-        Chosen::Mock => (None, None),
-        Chosen::Endpoint { runtime, image } => (
-            Some(Lease::acquire(&args.lease.dir(), &run_id)?),
-            Some(cleanup_command(runtime, image, &run_id)),
-        ),
-    };
+    let run_id = super::common::run_id(args.run_id.clone())?;
+    let (_lease, clean_with) = args.lease.lease_for(&chosen, &run_id)?;
     tokio::select! {
         outcome = properties(args, chosen, run_id) => outcome,
         () = stop.cancelled() => {
