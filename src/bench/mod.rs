@@ -63,7 +63,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use stats::{millis, percentile, summarise, Summary};
@@ -108,10 +108,10 @@ pub enum BenchError {
 }
 
 /// One operation's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OperationReport {
     /// Operation name (see [`Benchmark::operations`]).
-    pub name: &'static str,
+    pub name: String,
     /// Samples taken: successful calls.
     pub count: usize,
     /// Fastest sample; `None` without samples, as are the others.
@@ -125,16 +125,18 @@ pub struct OperationReport {
     /// Arithmetic mean.
     pub mean_ms: Option<f64>,
     /// Every sample in milliseconds, in the order taken.
+    #[serde(default)]
     pub samples_ms: Vec<f64>,
 }
 
 /// One benchmark's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchmarkReport {
     /// Benchmark name.
-    pub name: &'static str,
+    pub name: String,
     /// The critest spec it mirrors.
-    pub critest_spec: &'static str,
+    #[serde(default)]
+    pub critest_spec: String,
     /// Workers it ran on: `parallel`, but one for the image life cycle.
     pub workers: usize,
     /// Wall time of the benchmark, worker setup and teardown included.
@@ -148,7 +150,7 @@ pub struct BenchmarkReport {
 }
 
 /// The final sweep.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CleanupReport {
     /// Objects the sweep removed: what failed or interrupted iterations left.
     pub removed: usize,
@@ -158,13 +160,23 @@ pub struct CleanupReport {
     pub left: Vec<String>,
 }
 
-/// A run's figures; the JSON schema is in the module documentation.
-#[derive(Debug, Clone, Serialize)]
+/// A run's figures; the JSON schema is in the module documentation. It reads back through
+/// the same type (`report history` does), fields a report lacks taking their defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// The run's id.
     pub run_id: String,
     /// The runtime endpoint.
     pub endpoint: String,
+    /// When the run started, as an RFC 3339 UTC time: what orders nights in a history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The runtime's name from its Version answer; none when it did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_name: Option<String>,
+    /// The runtime's version from its Version answer; none as for `runtime_name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version: Option<String>,
     /// The RuntimeClass handler ("" for the default).
     pub runtime_handler: String,
     /// Iterations asked for, per benchmark.
@@ -180,6 +192,7 @@ pub struct Report {
     /// Figures per benchmark, in the order run.
     pub benchmarks: Vec<BenchmarkReport>,
     /// The final sweep.
+    #[serde(default)]
     pub cleanup: CleanupReport,
 }
 
@@ -200,6 +213,10 @@ pub async fn run(
     stop: &CancellationToken,
     mut progress: impl FnMut(&BenchmarkReport),
 ) -> Result<Report, BenchError> {
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // Names the runtime in the report so histories chart by runtime; a runtime that does not
+    // answer Version still gets benchmarked.
+    let version = client.version("v1").await.ok();
     let image = images::resolve("busybox");
     let image_was_present = client
         .image_status(&image)
@@ -228,6 +245,9 @@ pub async fn run(
     let mut report = Report {
         run_id: config.run_id.clone(),
         endpoint: client.endpoint().to_owned(),
+        started_at: Some(started_at),
+        runtime_name: version.as_ref().map(|v| v.runtime_name.clone()),
+        runtime_version: version.map(|v| v.runtime_version),
         runtime_handler: config.runtime_handler.clone(),
         iterations: config.iterations,
         parallel: config.parallel,
@@ -289,8 +309,8 @@ async fn restore_image(
 
 fn failed_before_start(benchmark: Benchmark, error: String) -> BenchmarkReport {
     BenchmarkReport {
-        name: benchmark.into(),
-        critest_spec: benchmark.critest_spec(),
+        name: <&str>::from(benchmark).to_owned(),
+        critest_spec: benchmark.critest_spec().to_owned(),
         workers: 0,
         wall_ms: 0.0,
         failures: 1,
@@ -307,7 +327,7 @@ fn operation(name: &'static str, samples: &[Duration]) -> OperationReport {
     let summary = summarise(samples);
     let field = |pick: fn(&Summary) -> f64| summary.as_ref().map(pick);
     OperationReport {
-        name,
+        name: name.to_owned(),
         count: samples.len(),
         min_ms: field(|s| s.min_ms),
         p50_ms: field(|s| s.p50_ms),
@@ -390,8 +410,8 @@ async fn run_one(
     let failures = errors.len();
     errors.truncate(KEPT_ERRORS);
     BenchmarkReport {
-        name: benchmark.into(),
-        critest_spec: benchmark.critest_spec(),
+        name: <&str>::from(benchmark).to_owned(),
+        critest_spec: benchmark.critest_spec().to_owned(),
         workers: benchmark.workers(config.parallel),
         wall_ms: millis(started.elapsed()),
         failures,

@@ -30,7 +30,7 @@ pub fn millis(duration: Duration) -> f64 {
 
 /// The sample of percentile `p` (0-100) of `sorted` by the nearest-rank method: the smallest
 /// sample with at least `p` percent of the samples at or below it. `None` when empty.
-pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     if sorted.is_empty() {
         return None;
     }
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn no_samples_have_no_percentile_and_no_summary() {
-        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile::<Duration>(&[], 50.0), None);
         assert_eq!(summarise(&[]), None);
     }
 

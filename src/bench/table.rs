@@ -75,7 +75,7 @@ mod tests {
 
     fn op(name: &'static str, count: usize, p50: Option<f64>) -> OperationReport {
         OperationReport {
-            name,
+            name: name.to_owned(),
             count,
             min_ms: p50,
             p50_ms: p50,
@@ -90,6 +90,9 @@ mod tests {
         Report {
             run_id: "r".to_owned(),
             endpoint: "unix:///x".to_owned(),
+            started_at: None,
+            runtime_name: None,
+            runtime_version: None,
             runtime_handler: String::new(),
             iterations: 3,
             parallel: 1,
@@ -104,8 +107,8 @@ mod tests {
     #[test]
     fn the_table_has_a_header_and_one_aligned_row_per_operation() {
         let text = table(&report(vec![BenchmarkReport {
-            name: "pod_lifecycle",
-            critest_spec: "",
+            name: "pod_lifecycle".into(),
+            critest_spec: String::new(),
             workers: 1,
             wall_ms: 1.0,
             failures: 0,
@@ -130,8 +133,8 @@ mod tests {
     #[test]
     fn a_benchmark_with_failures_gets_a_line_with_its_first_error() {
         let text = table(&report(vec![BenchmarkReport {
-            name: "image_listing",
-            critest_spec: "",
+            name: "image_listing".into(),
+            critest_spec: String::new(),
             workers: 1,
             wall_ms: 1.0,
             failures: 2,

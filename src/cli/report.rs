@@ -1,4 +1,6 @@
 //! `cri-harness report diff`: what changed between two nights, gating on new failures.
+//! `cri-harness report history`: many nights on one page: the case × night grid, what fails
+//! since when, flake rates, and the bench figures over time with slowdowns flagged.
 //! `cri-harness report merge`: merges the reports of many nodes (JSON files, or pods' logs
 //! saved to files) into one JUnit, JSON and HTML report, saying which inputs held none and
 //! which node names came twice.
@@ -9,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::report::model::Verdict;
-use crate::report::{diff, merge};
+use crate::report::{diff, history, merge};
 
 /// Arguments of `cri-harness report`.
 #[derive(Debug, clap::Args)]
@@ -27,6 +29,22 @@ enum Command {
     /// fixes, changed verdicts, added and removed cases, known findings that came or went.
     /// Exits 1 when a case fails that did not.
     Diff(DiffArgs),
+    /// Many nights (directories of run and bench reports) on one page, ordered by start time:
+    /// the case × night grid per lane, cases failing in the latest night and since when, flake
+    /// rates, and the bench figures over time with slowdowns flagged. Writes DIR/index.html.
+    History(HistoryArgs),
+}
+
+/// Arguments of `cri-harness report history`.
+#[derive(Debug, clap::Args)]
+struct HistoryArgs {
+    /// Night directories: each holds one night's run reports (one lane per report, as `report
+    /// diff` reads a directory) and `bench --json` reports
+    #[arg(value_name = "DIR", required = true)]
+    nights: Vec<PathBuf>,
+    /// Directory to write index.html into
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
 }
 
 /// Arguments of `cri-harness report diff`.
@@ -69,7 +87,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .context("the merge stopped")?
         }
         Command::Diff(args) => diff_reports(&args),
+        Command::History(args) => tokio::task::spawn_blocking(move || history_page(&args))
+            .await
+            .context("the history stopped")?,
     }
+}
+
+fn history_page(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let history = history::read_all(&args.nights).context("reading the nights")?;
+    for problem in &history.problems {
+        eprintln!("warning: {problem}");
+    }
+    print!("{}", history::text(&history));
+    let path = history::write(&args.out, &history).context("writing the history page")?;
+    println!("wrote {}", path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn diff_reports(args: &DiffArgs) -> anyhow::Result<ExitCode> {

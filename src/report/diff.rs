@@ -294,7 +294,7 @@ pub fn read_side(input: &Path) -> Result<Side, ReadError> {
 /// A report's lane: its path under the directory, without a trailing `results.json`; for the
 /// report at the directory's root, the directory's name, so `reports/containerd` given alone
 /// and `reports` holding `containerd/results.json` name the same lane.
-fn lane(dir: &Path, file: &Path) -> String {
+pub(crate) fn lane(dir: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(dir).unwrap_or(file);
     let relative = if relative.file_name().is_some_and(|n| n == "results.json") {
         relative.parent().map(PathBuf::from).unwrap_or_default()

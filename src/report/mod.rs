@@ -11,6 +11,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use self::model::{CaseOutcome, CaseReport, RunReport, SnapshotStatus};
 
 pub mod diff;
+pub mod history;
 pub mod merge;
 pub mod model;
 pub mod node;
@@ -392,6 +393,7 @@ mod tests {
             aborted: None,
             interrupted: false,
             duration: Duration::from_millis(15),
+            started_at: None,
             node: node::Node {
                 name: "node-a".into(),
                 kernel: "6.1.0".into(),

@@ -311,6 +311,10 @@ pub struct RunReport {
     #[serde(with = "seconds")]
     #[serde(default)]
     pub duration: Duration,
+    /// When it started, as an RFC 3339 UTC time (`2026-01-31T02:00:00Z`): what orders nights
+    /// in a history. None in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// The node it ran on and the runtime's Version answer, so merged fleet reports can group.
     #[serde(default)]
     pub node: super::node::Node,
@@ -513,6 +517,7 @@ mod tests {
             aborted: Some("the runtime stopped answering".into()),
             interrupted: true,
             duration: Duration::from_millis(4500),
+            started_at: Some("2026-01-31T02:00:00Z".into()),
             node: crate::report::node::Node {
                 name: "n1".into(),
                 kernel: "6.1.0".into(),

@@ -120,6 +120,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                 aborted: None,
                 interrupted: false,
                 duration: Duration::from_millis(40_000 + (mix(i as u64, 7) % 20_000)),
+                started_at: None,
                 node: Node {
                     name: format!("node-{i:04}"),
                     kernel: kernel.into(),

@@ -169,7 +169,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
 /// JSON that can sit inside a `<script>` element: no `<`, `>` or `&` that could close it or
 /// open a comment, and no U+2028/U+2029. These only occur inside JSON strings, where the
 /// `\u` escape means the same.
-fn script_safe(json: &str) -> String {
+pub(crate) fn script_safe(json: &str) -> String {
     let mut out = String::with_capacity(json.len() + json.len() / 64);
     for c in json.chars() {
         match c {
