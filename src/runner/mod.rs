@@ -211,7 +211,9 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         aborted: None,
         interrupted: false,
         duration: Duration::ZERO,
-        started_at: Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()),
+        started_at: Some(
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        ),
         node: crate::report::node::Node::read(None),
         strict: config.strict,
         known_findings: config.known.as_ref().map(|k| k.source.clone()),

@@ -310,6 +310,9 @@ mod tests {
         let draws: Vec<f64> = (0..10_000).map(normal).collect();
         let mean = draws.iter().sum::<f64>() / draws.len() as f64;
         let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / draws.len() as f64;
-        assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.05, "{mean} {var}");
+        assert!(
+            mean.abs() < 0.05 && (var - 1.0).abs() < 0.05,
+            "{mean} {var}"
+        );
     }
 }

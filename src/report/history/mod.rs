@@ -88,7 +88,10 @@ pub fn text(history: &History) -> String {
             ),
         }
     );
-    out.push_str(&format!("failing in the latest night ({}):\n", history.failing.len()));
+    out.push_str(&format!(
+        "failing in the latest night ({}):\n",
+        history.failing.len()
+    ));
     for f in &history.failing {
         let first_line = f
             .message
@@ -117,7 +120,12 @@ pub fn text(history: &History) -> String {
     let changed: Vec<&trend::Series> = history
         .series
         .iter()
-        .filter(|s| matches!(s.check.status, trend::Status::Slower | trend::Status::Faster))
+        .filter(|s| {
+            matches!(
+                s.check.status,
+                trend::Status::Slower | trend::Status::Faster
+            )
+        })
         .collect();
     out.push_str(&format!("bench changes ({}):\n", changed.len()));
     for s in changed {
@@ -127,7 +135,11 @@ pub fn text(history: &History) -> String {
             s.runtime,
             s.benchmark,
             s.operation,
-            if c.status == trend::Status::Slower { "SLOWER" } else { "faster" },
+            if c.status == trend::Status::Slower {
+                "SLOWER"
+            } else {
+                "faster"
+            },
             night(c.night),
             c.latest,
             c.low.unwrap_or(f64::NAN),

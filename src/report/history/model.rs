@@ -150,11 +150,12 @@ fn class(verdict: Verdict) -> Class {
 /// Orders `nights` (by start time when every night has one, else by directory name) and builds
 /// the history.
 pub fn build(mut nights: Vec<Night>) -> History {
-    let without_start: Vec<String> = nights
+    let mut without_start: Vec<String> = nights
         .iter()
         .filter(|n| n.start.is_none())
         .map(|n| n.name.clone())
         .collect();
+    without_start.sort();
     let order = if without_start.is_empty() {
         nights.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.name.cmp(&b.name)));
         Order::StartTime
@@ -292,7 +293,9 @@ fn flake_count(cells: &[Option<Cell>]) -> (usize, usize) {
                     && ran[i - 1] == other
                     && ran.get(i + 1).is_some_and(|next| *next == other)
             };
-            ran[i] == Class::Flaky || flip(Class::Fail, Class::Pass) || flip(Class::Pass, Class::Fail)
+            ran[i] == Class::Flaky
+                || flip(Class::Fail, Class::Pass)
+                || flip(Class::Pass, Class::Fail)
         })
         .count();
     (flakes, ran.len())

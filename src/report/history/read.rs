@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use crate::bench;
 use crate::report::diff;
-use crate::report::merge::read::{self as report_read, ReadError};
 use crate::report::merge::model::runtime_label;
+use crate::report::merge::read::{self as report_read, ReadError};
 use crate::report::model::{RunReport, Verdict};
 
 /// One case's result in one night: `(suite/case, verdict, reason)`.
@@ -136,9 +136,7 @@ pub fn night(dir: &Path) -> Result<Night, ReadError> {
         })?;
         let started_at = if let Ok(report) = report_read::parse(&text) {
             let started_at = report.started_at.clone();
-            night
-                .runs
-                .push(lane_run(diff::lane(dir, &file), report));
+            night.runs.push(lane_run(diff::lane(dir, &file), report));
             started_at
         } else if let Ok(report) = serde_json::from_str::<bench::Report>(&text) {
             let started_at = report.started_at.clone();

@@ -150,8 +150,12 @@ mod tests {
 
     #[test]
     fn the_u_test_with_many_ties_matches_scipy() {
-        let a: Vec<f64> = (0..20).map(|i| 10.0 + f64::from(i * 7 % 13) * 0.5).collect();
-        let b: Vec<f64> = (0..30).map(|i| 11.0 + f64::from(i * 5 % 11) * 0.5).collect();
+        let a: Vec<f64> = (0..20)
+            .map(|i| 10.0 + f64::from(i * 7 % 13) * 0.5)
+            .collect();
+        let b: Vec<f64> = (0..30)
+            .map(|i| 11.0 + f64::from(i * 5 % 11) * 0.5)
+            .collect();
         let test = mann_whitney(&a, &b).unwrap();
         assert_eq!(test.u, 223.0);
         assert!(close(test.p, 0.128_573_847_131_109_03, 1e-6), "{test:?}");
