@@ -46,6 +46,7 @@ fn config(
         kubelet: Default::default(),
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: Some(
             cri_harness::contract::known::KnownFindings::read(
                 &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("findings"),

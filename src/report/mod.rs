@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
-use self::model::{CaseOutcome, CaseReport, RunReport, SnapshotStatus};
+use self::model::{AttemptFailure, CaseOutcome, CaseReport, RunReport, SnapshotStatus, Verdict};
 
+pub mod attempts;
 pub mod diff;
 pub mod history;
 pub mod merge;
@@ -48,7 +49,9 @@ pub fn human(duration: Duration) -> String {
     }
 }
 
-/// `PASS suite/case (1.2 ms)`, `FAIL suite/case (1.2 ms) reason`, `SKIP suite/case (0 µs) reason`.
+/// `PASS suite/case (1.2 ms)`, `FAIL suite/case (1.2 ms) reason`, `SKIP suite/case (0 µs) reason`;
+/// a case run more than once adds an indented line per failed attempt (`  attempt 5 failed:
+/// reason`).
 pub fn case_line(case: &CaseReport) -> String {
     let (word, reason) = match &case.outcome {
         CaseOutcome::Passed => ("PASS", None),
@@ -59,6 +62,7 @@ pub fn case_line(case: &CaseReport) -> String {
         CaseOutcome::Known { reason, finding } => {
             ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
         }
+        CaseOutcome::Flaky(reason) => ("FLAKY", Some(reason.clone())),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
@@ -73,12 +77,60 @@ pub fn case_line(case: &CaseReport) -> String {
             " (listed as a known finding, {finding}, but passed: fixed?)"
         ));
     }
+    for failure in &case.failures {
+        line.push_str(&format!("\n  {}", attempt_line(failure)));
+    }
     line
 }
 
-/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level.
+/// `attempt 5 failed: reason`, `attempt 2 error: reason`.
+pub fn attempt_line(failure: &AttemptFailure) -> String {
+    let word = if failure.verdict == Verdict::Error {
+        "error"
+    } else {
+        "failed"
+    };
+    format!("attempt {} {word}: {}", failure.attempt, failure.reason)
+}
+
+/// A case's failed attempts as JUnit reruns, the way Maven Surefire writes them and CI tools
+/// read them: each failed attempt of a flaky (passing) test case, which quick-junit writes as
+/// `flakyFailure` or `flakyError`; for a test case that failed in all its attempts, those
+/// after the first (its own `failure` or `error` stands for the first), written as
+/// `rerunFailure` or `rerunError`. The message is the reason's first line after the attempt
+/// number; the element's text is the whole reason.
+pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRerun> {
+    let reruns = if verdict.fails() {
+        failures.get(1..).unwrap_or_default()
+    } else {
+        failures
+    };
+    reruns
+        .iter()
+        .map(|failure| {
+            let (kind, ty) = if failure.verdict == Verdict::Error {
+                (NonSuccessKind::Error, "CaseError")
+            } else {
+                (NonSuccessKind::Failure, "CaseFailed")
+            };
+            let mut rerun = TestRerun::new(kind);
+            rerun
+                .set_type(ty)
+                .set_message(format!(
+                    "attempt {}: {}",
+                    failure.attempt,
+                    first_line(&failure.reason)
+                ))
+                .set_description(failure.reason.as_str());
+            rerun
+        })
+        .collect()
+}
+
+/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level, and
+/// `, N flaky` when a case was (only runs that repeat cases have them).
 pub fn verdict_line(report: &RunReport) -> String {
-    format!(
+    let mut line = format!(
         "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
         report.passed(),
         report.failed(),
@@ -86,14 +138,20 @@ pub fn verdict_line(report: &RunReport) -> String {
         report.errored(),
         report.known(),
         report.skipped()
-    )
+    );
+    let flaky = report.flaky();
+    if flaky > 0 {
+        line.push_str(&format!(", {flaky} flaky"));
+    }
+    line
 }
 
 /// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
-/// `failed` counts every case that fails the run (failed and error, and warning under
-/// `--strict`); `passed` counts passes, warnings that do not fail the run and known findings.
+/// `failed` counts every case that fails the run (failed and error, and warning and flaky
+/// under `--strict`); `passed` counts passes, warnings and flaky cases that do not fail the
+/// run and known findings.
 pub fn summary_line(report: &RunReport) -> String {
-    let warnings = report.warnings();
+    let warnings = report.warnings() + report.flaky();
     let (failing_warnings, passing_warnings) = if report.strict {
         (warnings, 0)
     } else {
@@ -254,7 +312,7 @@ pub fn junit(report: &RunReport) -> Result<String, ReportError> {
 }
 
 fn test_case(case: &CaseReport) -> TestCase {
-    let status = match &case.outcome {
+    let mut status = match &case.outcome {
         CaseOutcome::Passed => TestCaseStatus::success(),
         CaseOutcome::Failed(reason) => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -275,6 +333,8 @@ fn test_case(case: &CaseReport) -> TestCase {
         // A warning and a known finding do not fail the run: the test case passes, and what
         // broke is told in its standard output (below).
         CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
+        // Nor does a flaky case: it passes with its failed attempts (below).
+        CaseOutcome::Flaky(_) => TestCaseStatus::success(),
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -284,6 +344,7 @@ fn test_case(case: &CaseReport) -> TestCase {
             status
         }
     };
+    status.add_reruns(junit_reruns(case.outcome.verdict(), &case.failures));
     let mut test = TestCase::new(case.case.as_str(), status);
     test.set_classname(case.suite.as_str())
         .set_time(case.duration);
@@ -306,6 +367,7 @@ fn test_case(case: &CaseReport) -> TestCase {
             "verdict: known [{}] finding {finding}: {reason}",
             case.clause.as_deref().unwrap_or("-")
         )),
+        CaseOutcome::Flaky(reason) => out.push(format!("verdict: {reason}")),
         CaseOutcome::Failed(_) => {
             if let Some(clause) = &case.clause {
                 out.push(format!("clause: {clause}"));
@@ -379,6 +441,8 @@ mod tests {
             timing: Default::default(),
             unreachable: false,
             feature_gates: Default::default(),
+            attempts: 1,
+            failures: Vec::new(),
         }
     }
 
