@@ -148,7 +148,7 @@ fn thirty_nights_show_what_fails_since_when_the_flake_rates_and_a_planted_slowdo
     shuffled.reverse();
     shuffled.swap(3, 17);
     let (text, data) = history(&shuffled, &dir.path().join("out"));
-    let (always, regressed, intermittent) = (case(2), case(0), case(1));
+    let (always, regressed, intermittent, flaky) = (case(2), case(0), case(1), case(10));
     let snapshot = "snapshot changed: PodSandboxStatus differs from the stored snapshot";
     let (head, bench) = text.split_once("bench changes").unwrap();
     assert_eq!(
@@ -159,9 +159,11 @@ failing in the latest night (3):
   containerd-1.6: {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
   containerd-1.7: {regressed} failing since 2026-01-28 (2026-01-28T02:00:00Z), 3 nights: RemoveContainer left the container on night 30
   containerd-1.7: {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
-flaky (2):
+flaky (4):
   containerd-1.6: {intermittent} 6 of 30 nights (20.0 %)
   containerd-1.7: {intermittent} 6 of 30 nights (20.0 %)
+  containerd-1.6: {flaky} 3 of 30 nights (10.0 %)
+  containerd-1.7: {flaky} 3 of 30 nights (10.0 %)
 "
         )
     );
@@ -197,6 +199,8 @@ flaky (2):
         json!([
             {"lane": "containerd-1.6", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
             {"lane": "containerd-1.7", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
+            {"lane": "containerd-1.6", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
+            {"lane": "containerd-1.7", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
         ])
     );
     assert!(data["flake_definition"]
@@ -242,6 +246,7 @@ flaky (2):
     assert_eq!(row(1), "ppfppppfppppfppppfppppfppppfpp");
     assert_eq!(row(7), format!("{}p", "-".repeat(29)));
     assert_eq!(row(5), "s".repeat(30));
+    assert_eq!(row(10), "ppppypppppppppypppppppppyppppp");
 }
 
 #[test]

@@ -56,10 +56,12 @@ pub enum Pattern {
     Removed,
     /// Passes, then fails as a known finding on the last night.
     NewKnown,
+    /// Flaky (one of three attempts failed) on nights with `i % 10 == 4`, else passes.
+    FlakyVerdict,
 }
 
 /// The patterns of the first cases, in case order.
-pub const PATTERNS: [Pattern; 10] = [
+pub const PATTERNS: [Pattern; 11] = [
     Pattern::Regressed,
     Pattern::Intermittent,
     Pattern::AlwaysFailing,
@@ -70,6 +72,7 @@ pub const PATTERNS: [Pattern; 10] = [
     Pattern::Added,
     Pattern::Removed,
     Pattern::NewKnown,
+    Pattern::FlakyVerdict,
 ];
 
 /// The message of a generated failure.
@@ -175,6 +178,10 @@ pub fn outcome(pattern: Option<Pattern>, i: usize, n: usize, lane: usize) -> Opt
         Some(Pattern::Removed) if last => return None,
         Some(Pattern::NewKnown) if last => json!({
             "outcome": "known", "reason": "Unimplemented", "finding": "containerd/containerd#11111",
+        }),
+        Some(Pattern::FlakyVerdict) if i % 10 == 4 => json!({
+            "outcome": "flaky", "reason": "flaky (1 of 3 failed)", "attempts": 3,
+            "failures": [{"attempt": 2, "verdict": "failed", "reason": TIMEOUT}],
         }),
         Some(_) => pass,
     })

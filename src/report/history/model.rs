@@ -143,7 +143,7 @@ fn class(verdict: Verdict) -> Class {
         Verdict::Failed | Verdict::Error => Class::Fail,
         Verdict::Known => Class::Other,
         Verdict::Skipped => Class::NotRun,
-        // FLAKY: when the model gains its flaky verdict, it maps to `Class::Flaky` here.
+        Verdict::Flaky => Class::Flaky,
     }
 }
 
@@ -318,6 +318,7 @@ mod tests {
                     'w' => Verdict::Warning,
                     'k' => Verdict::Known,
                     's' => Verdict::Skipped,
+                    'y' => Verdict::Flaky,
                     _ => return None,
                 };
                 Some(Cell {
@@ -334,6 +335,7 @@ mod tests {
     #[case::since_the_last_pass("pffe", Some((1, 3)))]
     #[case::skips_and_gaps_pass_over("pf-sf", Some((1, 2)))]
     #[case::a_known_failure_ends_the_streak("fkf", Some((2, 1)))]
+    #[case::a_flaky_night_ends_the_streak("fyff", Some((2, 2)))]
     #[case::absent_now("pf-", None)]
     #[case::no_nights("", None)]
     fn a_streak_starts_at_the_first_failure_after_the_last_non_failure(
@@ -353,6 +355,8 @@ mod tests {
     #[case::skips_are_passed_over("pfsp-p", (1, 4))]
     #[case::a_warning_passes("wfw", (1, 3))]
     #[case::a_known_neighbour_is_no_pass("kfp", (0, 3))]
+    #[case::a_flaky_night_is_a_flake("pypyp", (2, 5))]
+    #[case::a_flaky_neighbour_is_no_pass("yfp", (1, 3))]
     fn flakes_are_isolated_flips(#[case] pattern: &str, #[case] expected: (usize, usize)) {
         assert_eq!(flake_count(&cells(pattern)), expected);
     }
