@@ -13,6 +13,8 @@ use cri_harness::mock::{MockRuntime, MockServer};
 use tempfile::TempDir;
 use tonic::transport::Channel;
 
+pub mod browser;
+
 /// What a test needs from outside the crate (a CRI runtime, a program, root), asked for in one
 /// place.
 ///

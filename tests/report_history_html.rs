@@ -1,0 +1,159 @@
+//! The history page in headless Chromium (Debian's `chromium`), driven over the DevTools
+//! protocol: thirty generated nights load with no exception or console error, the grid and the
+//! tables have exactly the generated cells and rows, clicking a failed cell opens its message,
+//! the charts have one point per night and the planted slowdown is marked, and nothing is
+//! fetched. Skips without Chromium, except under CI=true, where it fails.
+
+mod support;
+
+use cri_harness::report::history::generate::{self, Plan, LANES, PATTERNS};
+use cri_harness::report::merge::generate::case_names;
+use serde_json::json;
+use support::browser::{chromium, open_browser};
+
+/// The grid's letter of each generated cell, counted: what the page must show.
+fn expected_cells(plan: &Plan) -> serde_json::Map<String, serde_json::Value> {
+    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+    for lane in 0..plan.lanes {
+        for j in 0..plan.cases {
+            for i in 0..plan.nights {
+                let class = match generate::outcome(PATTERNS.get(j).copied(), i, plan.nights, lane)
+                {
+                    None => "m",
+                    Some(v) => match v["outcome"].as_str().unwrap() {
+                        "passed" => "p",
+                        "failed" => "f",
+                        "warning" => "w",
+                        "error" => "e",
+                        "known" => "k",
+                        "skipped" => "s",
+                        "flaky" => "y",
+                        other => panic!("{other}"),
+                    },
+                };
+                *counts.entry(class).or_default() += 1;
+            }
+        }
+    }
+    ["p", "f", "w", "e", "k", "s", "y", "m"]
+        .iter()
+        .map(|k| (k.to_string(), json!(counts.get(k).copied().unwrap_or(0))))
+        .collect()
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs headless Chromium (CHROMIUM or chromium on PATH)"
+)]
+async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_charts_each_night() {
+    let binary = chromium();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan {
+        slowdown: 1.4,
+        ..Plan::new(30, 12)
+    };
+    let nights = generate::write(&dir.path().join("nights"), &plan).unwrap();
+    let out = dir.path().join("out");
+    let written = std::process::Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+        .args(["report", "history"])
+        .args(&nights)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let (_child, mut cdp) = open_browser(&binary, &dir.path().join("profile")).await;
+    cdp.call(
+        "Page.navigate",
+        json!({"url": format!("file://{}", out.join("index.html").display())}),
+    )
+    .await;
+    cdp.wait_event("Page.loadEventFired").await;
+    let counts = cdp
+        .eval(
+            "(() => { const g = document.getElementById('grid'); const n = (s) => g.querySelectorAll(s).length;
+               const cells = {}; for (const k of ['p', 'f', 'w', 'e', 'k', 's', 'y', 'm']) cells[k] = n('td.' + k);
+               return {cells, rows: n('tbody tr[data-case]'), lanes: n('tbody tr.lane'), nights: n('thead th.night'),
+                       failing: document.querySelectorAll('#failing tbody tr').length,
+                       flakes: document.querySelectorAll('#flakes tbody tr').length,
+                       range: document.getElementById('range').textContent}; })()",
+        )
+        .await;
+    assert_eq!(
+        counts,
+        json!({"cells": expected_cells(&plan), "rows": 24, "lanes": 2, "nights": 30,
+               "failing": 3, "flakes": 4, "range": "nights 1–30 of 30"})
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('detail').hidden").await,
+        json!(true)
+    );
+    // The regressed case's latest failure, clicked with a real mouse event at its centre.
+    let (suite, case) = &case_names(12)[0];
+    let spot = cdp
+        .eval(&format!(
+            "(() => {{ const row = [...document.querySelectorAll('#grid tbody tr[data-case]')]
+                 .find((tr) => tr.dataset.lane === '1' && tr.cells[0].textContent === {});
+               const td = row.cells[row.cells.length - 1]; td.scrollIntoView({{block: 'center', inline: 'center'}});
+               const r = td.getBoundingClientRect(); const x = r.x + r.width / 2, y = r.y + r.height / 2;
+               return {{x, y, cls: td.className, hit: document.elementFromPoint(x, y) === td}}; }})()",
+            json!(format!("{suite}/{case}"))
+        ))
+        .await;
+    assert_eq!(
+        (&spot["cls"], &spot["hit"]),
+        (&json!("f"), &json!(true)),
+        "{spot}"
+    );
+    for kind in ["mousePressed", "mouseReleased"] {
+        cdp.call(
+            "Input.dispatchMouseEvent",
+            json!({"type": kind, "x": spot["x"], "y": spot["y"], "button": "left", "clickCount": 1}),
+        )
+        .await;
+    }
+    let shown = cdp
+        .eval(
+            "(() => { const d = document.getElementById('detail');
+               return {visible: !d.hidden && d.getBoundingClientRect().height > 0,
+                       title: document.getElementById('detail-title').textContent,
+                       night: document.getElementById('detail-night').textContent,
+                       message: document.getElementById('detail-message').textContent}; })()",
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({"visible": true, "title": format!("FAIL {}: {suite}/{case}", LANES[0].0),
+               "night": "night 2026-01-30 (2026-01-30T02:00:00Z) · containerd v1.7.24",
+               "message": "RemoveContainer left the container on night 30"})
+    );
+    // Two runtimes × five operations, a p50 and a p95 line each with one point per night.
+    let charts = cdp
+        .eval(
+            "(() => { const figs = [...document.querySelectorAll('#bench figure')];
+               const points = (q) => [...new Set(figs.map((f) => f.querySelector('polyline.' + q).points.numberOfItems))];
+               return {figures: figs.length, runtimes: [...document.querySelectorAll('#bench h3')].map((h) => h.textContent),
+                       p50: points('p50'), p95: points('p95'),
+                       slow: figs.filter((f) => f.classList.contains('slow')).map((f) => f.closest('.charts').previousElementSibling.textContent + ' ' + f.querySelector('figcaption').textContent.split(':')[0]),
+                       steady: figs.filter((f) => f.dataset.status === 'steady').length}; })()",
+        )
+        .await;
+    assert_eq!(
+        charts,
+        json!({"figures": 10, "runtimes": ["containerd v1.6.20", "containerd v1.7.24"],
+               "p50": [30], "p95": [30], "slow": ["containerd v1.7.24 pod_lifecycle/run_pod_sandbox"],
+               "steady": 9})
+    );
+    let errors = cdp.errors();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(
+        cdp.eval("performance.getEntriesByType('resource').length")
+            .await,
+        json!(0)
+    );
+}
