@@ -278,8 +278,8 @@ pub fn write(dir: &Path, plan: &Plan) -> std::io::Result<Vec<PathBuf>> {
     (0..plan.nights)
         .map(|i| {
             let night = dir.join(night_name(i));
-            for lane in 0..plan.lanes {
-                let lane_dir = night.join(LANES[lane].0);
+            for (lane, (name, ..)) in LANES.iter().enumerate().take(plan.lanes) {
+                let lane_dir = night.join(name);
                 std::fs::create_dir_all(&lane_dir)?;
                 let report = run_report(plan, &names, lane, i);
                 std::fs::write(lane_dir.join("results.json"), report.to_string())?;

@@ -166,8 +166,9 @@ pub fn build(mut nights: Vec<Night>) -> History {
     let count = nights.len();
     let mut strings: Vec<String> = Vec::new();
     let mut interned: HashMap<String, u32> = HashMap::new();
-    let mut lanes: BTreeMap<String, (Vec<String>, BTreeMap<String, Vec<Option<Cell>>>)> =
-        BTreeMap::new();
+    // Per lane: its runtimes, and per case its cells.
+    type Cells = BTreeMap<String, Vec<Option<Cell>>>;
+    let mut lanes: BTreeMap<String, (Vec<String>, Cells)> = BTreeMap::new();
     let mut problems = Vec::new();
     for (at, night) in nights.iter_mut().enumerate() {
         problems.append(&mut night.passed_over);
