@@ -14,7 +14,7 @@ use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::process::{self, Identity};
-use super::state::{container_name, sandbox_name, selector, Process};
+use super::state::{container_name, is_host_network, sandbox_name, selector, Process};
 use super::{
     metrics, mounts, oom, runtime_config, stats, status_info, streaming, Defect, Inner, MockRuntime,
 };
@@ -112,16 +112,6 @@ pub(crate) const HANDLERS: &[(&str, v1::RuntimeHandlerFeatures)] = &[
         },
     ),
 ];
-
-/// True for a sandbox in the node's network namespace.
-pub(crate) fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
-    status
-        .linux
-        .as_ref()
-        .and_then(|l| l.namespaces.as_ref())
-        .and_then(|n| n.options.as_ref())
-        .is_some_and(|o| o.network == v1::NamespaceMode::Node as i32)
-}
 
 /// The network namespace path of a pod-network sandbox, stable per id (containerd keeps naming
 /// it after StopPodSandbox closed it).
@@ -621,13 +611,13 @@ fn remove_container(
 ) -> Result<v1::RemoveContainerResponse, RpcError> {
     match inner.state.find_container(&request.container_id) {
         Ok(key) => {
-            let now = inner.clock.now();
             let container = &inner.state.containers[key];
+            let used = stats::cpu_nanos(container, inner.clock.now());
             let (id, sandbox_id) = (
                 container.status.id.clone(),
                 container.pod_sandbox_id.clone(),
             );
-            inner.state.remove_container(key, now);
+            inner.state.remove_container(key, used);
             events::emit(inner, &id, &sandbox_id, Kind::ContainerDeletedEvent, None);
         }
         Err(RpcError::ContainerNotFound { .. }) => {}
