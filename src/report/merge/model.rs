@@ -212,7 +212,7 @@ impl Merged {
             duplicates,
             unread: unread
                 .into_iter()
-                .map(|err| (err.path().to_owned(), crate::suite::step::error_chain(&err)))
+                .map(|err| (err.path().to_owned(), crate::errors::chain(&err)))
                 .collect(),
             changes: None,
         }
