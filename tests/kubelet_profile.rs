@@ -7,14 +7,14 @@ mod support;
 
 use std::sync::Arc;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{InjectErrorRequest, SetClockRequest};
 use cri_harness::cri::labels::{CONTAINER_NAME, MANAGED, POD_NAME, POD_NAMESPACE, POD_UID};
 use cri_harness::cri::{v1, CriClient};
 use cri_harness::manager::{
     ContainerState, KubeGenericRuntimeManager, KubeletProfile, ManagerError, NoopNetworkPlugin,
     Pod, SyncAction, KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR,
 };
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{InjectErrorRequest, SetClockRequest};
 use cri_harness::mock::MockRuntime;
 use rstest::rstest;
 use tonic::transport::Channel;

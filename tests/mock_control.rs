@@ -5,12 +5,12 @@ mod support;
 
 use std::time::Duration;
 
-use cri_harness::cri::{v1, CriClient};
-use cri_harness::mock::control_api::{
+use cri_harness::cri::control::{
     mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, ExitContainerRequest,
     GetCallLogRequest, InjectErrorRequest, InjectLatencyRequest, ResetRequest,
     SeedContainerRequest, SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
+use cri_harness::cri::{v1, CriClient};
 use rstest::rstest;
 use support::{create_container, labels, mock, run_sandbox, sandbox_config};
 use tonic::transport::Channel;

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::InjectLatencyRequest;
 use cri_harness::cri::{self, labels, v1, ConnectOptions, CriClient, Endpoint};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::InjectLatencyRequest;
 use cri_harness::mock::{MockRuntime, MockServer};
 use cri_harness::runner::cleanup::{self, Selector};
 use cri_harness::runner::{
@@ -230,16 +230,9 @@ async fn labelled_sandbox(client: &CriClient, name: &str, run_id: Option<&str>) 
         sandbox_labels.insert(labels::RUN_ID.to_owned(), run_id.to_owned());
         sandbox_labels.insert(labels::CASE.to_owned(), "1".to_owned());
     }
-    let config = v1::PodSandboxConfig {
-        metadata: Some(v1::PodSandboxMetadata {
-            name: name.to_owned(),
-            uid: format!("uid-{name}"),
-            namespace: "clean-test".to_owned(),
-            attempt: 0,
-        }),
-        labels: sandbox_labels.clone(),
-        ..Default::default()
-    };
+    let config = cri_harness::cri::PodSandbox::new(name, "clean-test", &format!("uid-{name}"))
+        .labels(sandbox_labels.clone())
+        .build();
     let sandbox = client.run_pod_sandbox(config.clone(), "").await.unwrap();
     let image = cri_harness::images::resolve("busybox");
     client.pull_image(&image).await.unwrap();

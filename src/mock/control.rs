@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
 use super::faults::{cri_method, target_kind, Aim, CRI_METHODS, TARGETED_METHODS};
 use super::state::{container_name, sandbox_name, State, TimedExit};
 use super::{default_version, MockRuntime};
+use crate::cri::control::{self as api, mock_control_server::MockControl};
 use crate::cri::v1;
 
 /// Serves MockControl from a mock's shared state.

@@ -34,9 +34,6 @@ pub use server::MockServer;
 
 use crate::cri::v1;
 
-/// The mock's control service (`proto/criharness/mock/v1/control.proto`), generated.
-pub use crate::cri::generated::criharness::mock::v1 as control_api;
-
 /// The mock runtime: every clone shares the same objects, clock, injected faults and call log,
 /// so one instance can be served on several transports at once.
 #[derive(Debug, Clone, Default)]

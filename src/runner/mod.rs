@@ -25,9 +25,9 @@ pub use case::{namespace, pod_uid};
 
 use self::case::{CaseRun, Env};
 use self::snapshot::{Policy, SnapshotStatus};
+use crate::cri::control::mock_control_client::MockControlClient;
 use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
 use crate::manager::KubeletProfile;
-use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
 use crate::suite::{step::Kind, Case, Need, Suite};
 use crate::timing;

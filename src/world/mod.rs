@@ -26,12 +26,12 @@ pub use pulled::PulledImages;
 use self::aliases::Aliases;
 use self::identity::Identity;
 use self::recorder::Recorder;
+use crate::cri::control::mock_control_client::MockControlClient;
 use crate::cri::{labels, v1, CriClient};
 use crate::images;
 use crate::manager::{
     KubeGenericRuntimeManager, KubeletProfile, ManagerError, Pod, RecordingNetworkPlugin,
 };
-use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::observe::{Answer, Redactor};
 
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
