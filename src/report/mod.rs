@@ -96,8 +96,8 @@ pub fn attempt_line(failure: &AttemptFailure) -> String {
 /// read them: each failed attempt of a flaky (passing) test case, which quick-junit writes as
 /// `flakyFailure` or `flakyError`; for a test case that failed in all its attempts, those
 /// after the first (its own `failure` or `error` stands for the first), written as
-/// `rerunFailure` or `rerunError`. The message is the reason's first line after the attempt
-/// number; the element's text is the whole reason.
+/// `rerunFailure` or `rerunError`. The message is the attempt's number and its reason's first
+/// line; the whole reason goes in `stackTrace`, where Surefire puts the failure's detail.
 pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRerun> {
     let reruns = if verdict.fails() {
         failures.get(1..).unwrap_or_default()
@@ -120,7 +120,7 @@ pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRe
                     failure.attempt,
                     first_line(&failure.reason)
                 ))
-                .set_description(failure.reason.as_str());
+                .set_stack_trace(failure.reason.as_str());
             rerun
         })
         .collect()
@@ -423,6 +423,28 @@ mod tests {
     use super::*;
     use crate::report::model::{SkipWhy, SnapshotReport, SnapshotStatus};
 
+    /// A case run `attempts` times whose attempts in `failed` failed (the second of them
+    /// erred), with `outcome`.
+    fn attempted(name: &str, outcome: CaseOutcome, attempts: u32, failed: &[u32]) -> CaseReport {
+        let mut case = case("s", name, outcome);
+        case.attempts = attempts;
+        case.failures = failed
+            .iter()
+            .enumerate()
+            .map(|(i, &attempt)| AttemptFailure {
+                attempt,
+                verdict: if i == 1 {
+                    Verdict::Error
+                } else {
+                    Verdict::Failed
+                },
+                reason: format!("broke on attempt {attempt}\ndetail"),
+                clause: None,
+            })
+            .collect();
+        case
+    }
+
     fn case(suite: &str, name: &str, outcome: CaseOutcome) -> CaseReport {
         CaseReport {
             suite: suite.into(),
@@ -656,12 +678,36 @@ mod tests {
             "testcase",
             &["name"],
             &["assertions", "time", "classname", "status", "file", "line"],
-            &["skipped", "error", "failure", "system-out", "system-err"],
+            &[
+                "skipped",
+                "error",
+                "failure",
+                "system-out",
+                "system-err",
+                "flakyFailure",
+                "flakyError",
+                "rerunFailure",
+                "rerunError",
+            ],
         ),
         ("failure", &["type", "message"], &[], &[]),
         ("error", &["type", "message"], &[], &[]),
         ("skipped", &[], &["message"], &[]),
+        ("system-out", &[], &[], &[]),
+        // Maven Surefire's reruns (its surefire-test-report XSD), which Jenkins, GitLab and
+        // other readers of flaky tests take.
+        RERUN,
+        ("flakyError", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunFailure", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunError", RERUN.1, RERUN.2, RERUN.3),
+        ("stackTrace", &[], &[], &[]),
     ];
+    const RERUN: SchemaElement = (
+        "flakyFailure",
+        &["type"],
+        &["message"],
+        &["stackTrace", "system-out", "system-err"],
+    );
 
     fn check_against_the_schema(xml: &str) {
         let doc = roxmltree::Document::parse(xml).unwrap();
@@ -705,6 +751,125 @@ mod tests {
         report.aborted = Some("the runtime stopped answering".into());
         check_against_the_schema(&junit(&report).unwrap());
         check_against_the_schema(&junit(&self::report(Vec::new())).unwrap());
+    }
+
+    #[test]
+    fn a_flaky_case_passes_in_junit_with_a_flaky_failure_per_failed_attempt() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (2 of 5 failed)".into()),
+            5,
+            &[1, 4],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.attribute("failures"), Some("0"));
+        assert_eq!(root.attribute("errors"), Some("0"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let children: Vec<(&str, Option<&str>, Option<&str>, Option<&str>)> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| {
+                let trace = n
+                    .children()
+                    .find(|c| c.has_tag_name("stackTrace"))
+                    .and_then(|c| c.text());
+                (
+                    n.tag_name().name(),
+                    n.attribute("type"),
+                    n.attribute("message"),
+                    trace.or(n.text()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "flakyFailure",
+                    Some("CaseFailed"),
+                    Some("attempt 1: broke on attempt 1"),
+                    Some("broke on attempt 1\ndetail")
+                ),
+                (
+                    "flakyError",
+                    Some("CaseError"),
+                    Some("attempt 4: broke on attempt 4"),
+                    Some("broke on attempt 4\ndetail")
+                ),
+                (
+                    "system-out",
+                    None,
+                    None,
+                    Some("verdict: flaky (2 of 5 failed)")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_case_failing_every_attempt_has_its_failure_and_a_rerun_failure_per_rerun() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Failed("failed in all 3 attempts: broke on attempt 1".into()),
+            3,
+            &[1, 2, 3],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let children: Vec<(&str, Option<&str>)> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| (n.tag_name().name(), n.attribute("message")))
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "failure",
+                    Some("failed in all 3 attempts: broke on attempt 1")
+                ),
+                ("rerunError", Some("attempt 2: broke on attempt 2")),
+                ("rerunFailure", Some("attempt 3: broke on attempt 3")),
+            ]
+        );
+    }
+
+    #[test]
+    fn flaky_cases_count_as_passed_unless_strict_and_list_their_attempts() {
+        let flaky = attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (1 of 2 failed)".into()),
+            2,
+            &[1],
+        );
+        let mut report = report(vec![case("s", "a", CaseOutcome::Passed), flaky]);
+        assert_eq!(
+            case_line(&report.cases[1]),
+            "FLAKY s/f (1.2 ms) flaky (1 of 2 failed)\n  attempt 1 failed: broke on attempt 1\ndetail"
+        );
+        let text = epilogue(&report, None);
+        assert!(
+            text.lines().any(|l| l
+                == "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 flaky"),
+            "{text}"
+        );
+        assert_eq!(summary_line(&report), "2 passed, 0 failed, 0 skipped");
+        assert!(report.success());
+        report.strict = true;
+        assert_eq!(summary_line(&report), "1 passed, 1 failed, 0 skipped");
+        assert!(!report.success());
     }
 
     #[test]
