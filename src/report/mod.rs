@@ -771,7 +771,8 @@ mod tests {
             .descendants()
             .find(|n| n.has_tag_name("testcase"))
             .unwrap();
-        let children: Vec<(&str, Option<&str>, Option<&str>, Option<&str>)> = case
+        type Child<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        let children: Vec<Child<'_>> = case
             .children()
             .filter(roxmltree::Node::is_element)
             .map(|n| {
