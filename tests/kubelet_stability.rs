@@ -44,6 +44,7 @@ async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutco
         kubelet,
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: None,
     };
     support::run_outcomes(config).await

@@ -56,6 +56,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         kubelet: Default::default(),
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;

@@ -68,6 +68,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         kubelet: Default::default(),
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: None,
     }
 }

@@ -43,6 +43,7 @@ async fn run_once() -> snapshot::SnapshotStatus {
         kubelet: Default::default(),
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: None,
     };
     let report = runner::run(config, Interrupt::new(), None).await;

@@ -114,7 +114,7 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     }
     let written = merge::write(&args.out, &merged).context("writing the merged report")?;
     println!(
-        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
+        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} warning, {} error, {} known, {} skipped, {} flaky",
         merged.nodes.len(),
         merged.groups.len(),
         merged.cases.len(),
@@ -124,6 +124,7 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         merged.count(Verdict::Error),
         merged.count(Verdict::Known),
         merged.count(Verdict::Skipped),
+        merged.count(Verdict::Flaky),
     );
     for path in written {
         println!("wrote {}", path.display());

@@ -96,9 +96,19 @@ pub struct Args {
     /// suites once
     #[arg(long)]
     hold: bool,
-    /// Warnings (broken `should` clauses) fail the run too, not only failures and errors
+    /// Warnings (broken `should` clauses) and flaky cases fail the run too, not only failures
+    /// and errors
     #[arg(long)]
     strict: bool,
+    /// Run each selected case N times, each attempt isolated and cleaned up as a case is. A
+    /// case that failed (failed or error) in some attempts only is `flaky (k of N failed)`,
+    /// with each failed attempt's reason; it fails the run only with --strict
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
+    /// Run a case that failed in all its attempts again, up to K more times; one that then
+    /// passes is `flaky`, one that does not stays failed with each attempt's reason
+    #[arg(long, value_name = "K", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    rerun_failed: u32,
     /// Findings already reported upstream (YAML keyed by runtime name and version range; a
     /// file, or a directory of them): a listed failure on a matching runtime is `known`, a
     /// listed case that passes is flagged
@@ -256,6 +266,10 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         feature_gates: *args.feature_gates,
         strict: args.strict,
         known,
+        attempts: runner::Attempts {
+            repeat: args.repeat,
+            rerun_failed: args.rerun_failed,
+        },
     };
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);

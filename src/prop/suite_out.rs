@@ -239,6 +239,7 @@ fn fault_steps(faults: &Faults) -> Vec<Step> {
             count,
             target: None,
             nth: 1,
+            attempts: None,
         })
     })
     .collect()
@@ -453,6 +454,7 @@ mod tests {
                 count: 1,
                 target: None,
                 nth: 1,
+                attempts: None,
             })));
         let Some(Step::KillPod(kill)) = printed.steps.last() else {
             panic!("no kill_pod: {printed:?}");

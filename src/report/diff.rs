@@ -88,11 +88,14 @@ pub struct FindingChange {
 /// What changed from the old side to the new.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Diff {
-    /// Cases that fail now (failed or error) and did not before, added cases included.
+    /// Cases that fail now (failed or error) and did not before, added cases included; a case
+    /// flaky before that now fails in all its attempts is one.
     pub new_failures: Vec<Change>,
     /// Cases that failed before and pass now (or only warn).
     pub fixes: Vec<Change>,
-    /// Every other change of verdict level (a pass now skipped, a failure now known, ...).
+    /// Every other change of verdict level (a pass now skipped, a failure now known, a pass
+    /// or a failure now flaky, a flaky case now passing, ...). A flaky case failed only in
+    /// some attempts: no new failure, and no fix either.
     pub changed: Vec<Change>,
     /// Cases only the new side has.
     pub added: Vec<Only>,
@@ -237,6 +240,7 @@ fn verdict_name(verdict: Verdict) -> &'static str {
         Verdict::Skipped => "skipped",
         Verdict::Error => "error",
         Verdict::Known => "known",
+        Verdict::Flaky => "flaky",
     }
 }
 
@@ -390,6 +394,37 @@ mod tests {
             ["s/known-fixed", "s/dropped-known"]
         );
         assert!(diff.has_new_failures());
+    }
+
+    #[test]
+    fn a_change_to_or_from_flaky_is_a_changed_level_and_no_new_failure() {
+        use Verdict::*;
+        let old = side(&[
+            ("s/starts-flaking", Passed, None),
+            ("s/half-mended", Failed, None),
+            ("s/settles", Flaky, None),
+            ("s/breaks-for-good", Flaky, None),
+            ("s/steady-flake", Flaky, None),
+        ]);
+        let new = side(&[
+            ("s/starts-flaking", Flaky, None),
+            ("s/half-mended", Flaky, None),
+            ("s/settles", Passed, None),
+            ("s/breaks-for-good", Failed, None),
+            ("s/steady-flake", Flaky, None),
+            ("s/new-flake", Flaky, None),
+        ]);
+        let diff = Diff::new(&old, &new);
+        assert_eq!(names(&diff.new_failures, |c| &c.key), ["s/breaks-for-good"]);
+        assert!(diff.fixes.is_empty());
+        assert_eq!(
+            names(&diff.changed, |c| &c.key),
+            ["s/half-mended", "s/settles", "s/starts-flaking"]
+        );
+        assert_eq!(names(&diff.added, |o| &o.key), ["s/new-flake"]);
+        assert!(diff
+            .text()
+            .contains("containerd: s/settles (flaky -> passed)"));
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
-use self::model::{CaseOutcome, CaseReport, RunReport, SnapshotStatus};
+use self::model::{AttemptFailure, CaseOutcome, CaseReport, RunReport, SnapshotStatus, Verdict};
 
+pub mod attempts;
 pub mod diff;
 pub mod merge;
 pub mod model;
@@ -47,7 +48,9 @@ pub fn human(duration: Duration) -> String {
     }
 }
 
-/// `PASS suite/case (1.2 ms)`, `FAIL suite/case (1.2 ms) reason`, `SKIP suite/case (0 µs) reason`.
+/// `PASS suite/case (1.2 ms)`, `FAIL suite/case (1.2 ms) reason`, `SKIP suite/case (0 µs) reason`;
+/// a case run more than once adds an indented line per failed attempt (`  attempt 5 failed:
+/// reason`).
 pub fn case_line(case: &CaseReport) -> String {
     let (word, reason) = match &case.outcome {
         CaseOutcome::Passed => ("PASS", None),
@@ -58,6 +61,7 @@ pub fn case_line(case: &CaseReport) -> String {
         CaseOutcome::Known { reason, finding } => {
             ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
         }
+        CaseOutcome::Flaky(reason) => ("FLAKY", Some(reason.clone())),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
@@ -72,12 +76,60 @@ pub fn case_line(case: &CaseReport) -> String {
             " (listed as a known finding, {finding}, but passed: fixed?)"
         ));
     }
+    for failure in &case.failures {
+        line.push_str(&format!("\n  {}", attempt_line(failure)));
+    }
     line
 }
 
-/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level.
+/// `attempt 5 failed: reason`, `attempt 2 error: reason`.
+pub fn attempt_line(failure: &AttemptFailure) -> String {
+    let word = if failure.verdict == Verdict::Error {
+        "error"
+    } else {
+        "failed"
+    };
+    format!("attempt {} {word}: {}", failure.attempt, failure.reason)
+}
+
+/// A case's failed attempts as JUnit reruns, the way Maven Surefire writes them and CI tools
+/// read them: each failed attempt of a flaky (passing) test case, which quick-junit writes as
+/// `flakyFailure` or `flakyError`; for a test case that failed in all its attempts, those
+/// after the first (its own `failure` or `error` stands for the first), written as
+/// `rerunFailure` or `rerunError`. The message is the attempt's number and its reason's first
+/// line; the whole reason goes in `stackTrace`, where Surefire puts the failure's detail.
+pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRerun> {
+    let reruns = if verdict.fails() {
+        failures.get(1..).unwrap_or_default()
+    } else {
+        failures
+    };
+    reruns
+        .iter()
+        .map(|failure| {
+            let (kind, ty) = if failure.verdict == Verdict::Error {
+                (NonSuccessKind::Error, "CaseError")
+            } else {
+                (NonSuccessKind::Failure, "CaseFailed")
+            };
+            let mut rerun = TestRerun::new(kind);
+            rerun
+                .set_type(ty)
+                .set_message(format!(
+                    "attempt {}: {}",
+                    failure.attempt,
+                    first_line(&failure.reason)
+                ))
+                .set_stack_trace(failure.reason.as_str());
+            rerun
+        })
+        .collect()
+}
+
+/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level, and
+/// `, N flaky` when a case was (only runs that repeat cases have them).
 pub fn verdict_line(report: &RunReport) -> String {
-    format!(
+    let mut line = format!(
         "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
         report.passed(),
         report.failed(),
@@ -85,14 +137,20 @@ pub fn verdict_line(report: &RunReport) -> String {
         report.errored(),
         report.known(),
         report.skipped()
-    )
+    );
+    let flaky = report.flaky();
+    if flaky > 0 {
+        line.push_str(&format!(", {flaky} flaky"));
+    }
+    line
 }
 
 /// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
-/// `failed` counts every case that fails the run (failed and error, and warning under
-/// `--strict`); `passed` counts passes, warnings that do not fail the run and known findings.
+/// `failed` counts every case that fails the run (failed and error, and warning and flaky
+/// under `--strict`); `passed` counts passes, warnings and flaky cases that do not fail the
+/// run and known findings.
 pub fn summary_line(report: &RunReport) -> String {
-    let warnings = report.warnings();
+    let warnings = report.warnings() + report.flaky();
     let (failing_warnings, passing_warnings) = if report.strict {
         (warnings, 0)
     } else {
@@ -253,7 +311,7 @@ pub fn junit(report: &RunReport) -> Result<String, ReportError> {
 }
 
 fn test_case(case: &CaseReport) -> TestCase {
-    let status = match &case.outcome {
+    let mut status = match &case.outcome {
         CaseOutcome::Passed => TestCaseStatus::success(),
         CaseOutcome::Failed(reason) => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -274,6 +332,8 @@ fn test_case(case: &CaseReport) -> TestCase {
         // A warning and a known finding do not fail the run: the test case passes, and what
         // broke is told in its standard output (below).
         CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
+        // Nor does a flaky case: it passes with its failed attempts (below).
+        CaseOutcome::Flaky(_) => TestCaseStatus::success(),
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -283,6 +343,7 @@ fn test_case(case: &CaseReport) -> TestCase {
             status
         }
     };
+    status.add_reruns(junit_reruns(case.outcome.verdict(), &case.failures));
     let mut test = TestCase::new(case.case.as_str(), status);
     test.set_classname(case.suite.as_str())
         .set_time(case.duration);
@@ -305,6 +366,7 @@ fn test_case(case: &CaseReport) -> TestCase {
             "verdict: known [{}] finding {finding}: {reason}",
             case.clause.as_deref().unwrap_or("-")
         )),
+        CaseOutcome::Flaky(reason) => out.push(format!("verdict: {reason}")),
         CaseOutcome::Failed(_) => {
             if let Some(clause) = &case.clause {
                 out.push(format!("clause: {clause}"));
@@ -361,6 +423,28 @@ mod tests {
     use super::*;
     use crate::report::model::{SkipWhy, SnapshotReport, SnapshotStatus};
 
+    /// A case run `attempts` times whose attempts in `failed` failed (the second of them
+    /// erred), with `outcome`.
+    fn attempted(name: &str, outcome: CaseOutcome, attempts: u32, failed: &[u32]) -> CaseReport {
+        let mut case = case("s", name, outcome);
+        case.attempts = attempts;
+        case.failures = failed
+            .iter()
+            .enumerate()
+            .map(|(i, &attempt)| AttemptFailure {
+                attempt,
+                verdict: if i == 1 {
+                    Verdict::Error
+                } else {
+                    Verdict::Failed
+                },
+                reason: format!("broke on attempt {attempt}\ndetail"),
+                clause: None,
+            })
+            .collect();
+        case
+    }
+
     fn case(suite: &str, name: &str, outcome: CaseOutcome) -> CaseReport {
         CaseReport {
             suite: suite.into(),
@@ -378,6 +462,8 @@ mod tests {
             timing: Default::default(),
             unreachable: false,
             feature_gates: Default::default(),
+            attempts: 1,
+            failures: Vec::new(),
         }
     }
 
@@ -592,12 +678,36 @@ mod tests {
             "testcase",
             &["name"],
             &["assertions", "time", "classname", "status", "file", "line"],
-            &["skipped", "error", "failure", "system-out", "system-err"],
+            &[
+                "skipped",
+                "error",
+                "failure",
+                "system-out",
+                "system-err",
+                "flakyFailure",
+                "flakyError",
+                "rerunFailure",
+                "rerunError",
+            ],
         ),
         ("failure", &["type", "message"], &[], &[]),
         ("error", &["type", "message"], &[], &[]),
         ("skipped", &[], &["message"], &[]),
+        ("system-out", &[], &[], &[]),
+        // Maven Surefire's reruns (its surefire-test-report XSD), which Jenkins, GitLab and
+        // other readers of flaky tests take.
+        RERUN,
+        ("flakyError", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunFailure", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunError", RERUN.1, RERUN.2, RERUN.3),
+        ("stackTrace", &[], &[], &[]),
     ];
+    const RERUN: SchemaElement = (
+        "flakyFailure",
+        &["type"],
+        &["message"],
+        &["stackTrace", "system-out", "system-err"],
+    );
 
     fn check_against_the_schema(xml: &str) {
         let doc = roxmltree::Document::parse(xml).unwrap();
@@ -641,6 +751,126 @@ mod tests {
         report.aborted = Some("the runtime stopped answering".into());
         check_against_the_schema(&junit(&report).unwrap());
         check_against_the_schema(&junit(&self::report(Vec::new())).unwrap());
+    }
+
+    #[test]
+    fn a_flaky_case_passes_in_junit_with_a_flaky_failure_per_failed_attempt() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (2 of 5 failed)".into()),
+            5,
+            &[1, 4],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.attribute("failures"), Some("0"));
+        assert_eq!(root.attribute("errors"), Some("0"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        type Child<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        let children: Vec<Child<'_>> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| {
+                let trace = n
+                    .children()
+                    .find(|c| c.has_tag_name("stackTrace"))
+                    .and_then(|c| c.text());
+                (
+                    n.tag_name().name(),
+                    n.attribute("type"),
+                    n.attribute("message"),
+                    trace.or(n.text()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "flakyFailure",
+                    Some("CaseFailed"),
+                    Some("attempt 1: broke on attempt 1"),
+                    Some("broke on attempt 1\ndetail")
+                ),
+                (
+                    "flakyError",
+                    Some("CaseError"),
+                    Some("attempt 4: broke on attempt 4"),
+                    Some("broke on attempt 4\ndetail")
+                ),
+                (
+                    "system-out",
+                    None,
+                    None,
+                    Some("verdict: flaky (2 of 5 failed)")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_case_failing_every_attempt_has_its_failure_and_a_rerun_failure_per_rerun() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Failed("failed in all 3 attempts: broke on attempt 1".into()),
+            3,
+            &[1, 2, 3],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let children: Vec<(&str, Option<&str>)> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| (n.tag_name().name(), n.attribute("message")))
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "failure",
+                    Some("failed in all 3 attempts: broke on attempt 1")
+                ),
+                ("rerunError", Some("attempt 2: broke on attempt 2")),
+                ("rerunFailure", Some("attempt 3: broke on attempt 3")),
+            ]
+        );
+    }
+
+    #[test]
+    fn flaky_cases_count_as_passed_unless_strict_and_list_their_attempts() {
+        let flaky = attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (1 of 2 failed)".into()),
+            2,
+            &[1],
+        );
+        let mut report = report(vec![case("s", "a", CaseOutcome::Passed), flaky]);
+        assert_eq!(
+            case_line(&report.cases[1]),
+            "FLAKY s/f (1.2 ms) flaky (1 of 2 failed)\n  attempt 1 failed: broke on attempt 1\ndetail"
+        );
+        let text = epilogue(&report, None);
+        assert!(
+            text.lines().any(|l| l
+                == "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 flaky"),
+            "{text}"
+        );
+        assert_eq!(summary_line(&report), "2 passed, 0 failed, 0 skipped");
+        assert!(report.success());
+        report.strict = true;
+        assert_eq!(summary_line(&report), "1 passed, 1 failed, 0 skipped");
+        assert!(!report.success());
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// How a case ended: its verdict. Only `Failed` and `Error` fail a run (and `Warning` under
-/// `--strict`).
+/// How a case ended: its verdict. Only `Failed` and `Error` fail a run (and `Warning` and
+/// `Flaky` under `--strict`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaseOutcome {
     /// Every step and its expectations held, cleanup left nothing, the reference matches.
@@ -29,6 +29,11 @@ pub enum CaseOutcome {
         /// The finding's upstream reference (an issue or the fixing commit).
         finding: String,
     },
+    /// Run more than once (`--repeat`, `--rerun-failed`), it failed in some attempts and not
+    /// in others: `flaky (k of n failed)`. The attempts are the case's
+    /// [`CaseReport::attempts`] and [`CaseReport::failures`]. A case that passed on a rerun is
+    /// no regression, so it fails the run only under `--strict`.
+    Flaky(String),
 }
 
 /// A verdict's level without its words: what reports count and colour by.
@@ -47,6 +52,8 @@ pub enum Verdict {
     Error,
     /// It failed as a listed finding says.
     Known,
+    /// It failed in some of its attempts only.
+    Flaky,
 }
 
 impl Verdict {
@@ -66,16 +73,18 @@ impl CaseOutcome {
             CaseOutcome::Skipped(_) => Verdict::Skipped,
             CaseOutcome::Error(_) => Verdict::Error,
             CaseOutcome::Known { .. } => Verdict::Known,
+            CaseOutcome::Flaky(_) => Verdict::Flaky,
         }
     }
 
-    /// Why it failed, warned, erred, was skipped or is known; nothing for a pass.
+    /// Why it failed, warned, erred, was skipped, is known or flaky; nothing for a pass.
     pub fn reason(&self) -> Option<&str> {
         match self {
             CaseOutcome::Passed => None,
             CaseOutcome::Failed(reason)
             | CaseOutcome::Warning(reason)
             | CaseOutcome::Error(reason)
+            | CaseOutcome::Flaky(reason)
             | CaseOutcome::Known { reason, .. } => Some(reason),
             CaseOutcome::Skipped(skip) => Some(&skip.reason),
         }
@@ -131,6 +140,7 @@ enum OutcomeWire {
     Skipped { reason: String, skip: SkipWhy },
     Error { reason: String },
     Known { reason: String, finding: String },
+    Flaky { reason: String },
 }
 
 impl Serialize for CaseOutcome {
@@ -153,6 +163,7 @@ impl From<CaseOutcome> for OutcomeWire {
             CaseOutcome::Warning(reason) => OutcomeWire::Warning { reason },
             CaseOutcome::Error(reason) => OutcomeWire::Error { reason },
             CaseOutcome::Known { reason, finding } => OutcomeWire::Known { reason, finding },
+            CaseOutcome::Flaky(reason) => OutcomeWire::Flaky { reason },
             CaseOutcome::Skipped(Skip { why, reason }) => {
                 OutcomeWire::Skipped { reason, skip: why }
             }
@@ -168,6 +179,7 @@ impl From<OutcomeWire> for CaseOutcome {
             OutcomeWire::Warning { reason } => CaseOutcome::Warning(reason),
             OutcomeWire::Error { reason } => CaseOutcome::Error(reason),
             OutcomeWire::Known { reason, finding } => CaseOutcome::Known { reason, finding },
+            OutcomeWire::Flaky { reason } => CaseOutcome::Flaky(reason),
             OutcomeWire::Skipped { reason, skip } => {
                 CaseOutcome::Skipped(Skip { why: skip, reason })
             }
@@ -239,6 +251,35 @@ pub struct CaseReport {
     /// The feature gates the case set over the run's, if any.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub feature_gates: std::collections::BTreeMap<String, bool>,
+    /// How many times it ran: more than once under `--repeat` or `--rerun-failed`.
+    #[serde(default = "one_attempt", skip_serializing_if = "is_one_attempt")]
+    pub attempts: u32,
+    /// Its attempts that failed (failed or error), in attempt order, when it ran more than
+    /// once: a flaky case's, or each attempt of a case that failed in all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<AttemptFailure>,
+}
+
+/// One attempt of a case run more than once that failed (its verdict fails a run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptFailure {
+    /// Its number, from 1, in the order the attempts ran.
+    pub attempt: u32,
+    /// Its verdict: failed or error.
+    pub verdict: Verdict,
+    /// Why.
+    pub reason: String,
+    /// The clause it broke, if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clause: Option<String>,
+}
+
+fn one_attempt() -> u32 {
+    1
+}
+
+fn is_one_attempt(attempts: &u32) -> bool {
+    *attempts == 1
 }
 
 /// When a case started, from the run's start, and how much of its time went to CRI calls and
@@ -373,12 +414,17 @@ impl RunReport {
         self.count(|o| matches!(o, CaseOutcome::Known { .. }))
     }
 
-    /// No failure or error (nor warning under `--strict`), no bad suite file, not aborted or
-    /// interrupted.
+    /// Cases that failed in some of their attempts only.
+    pub fn flaky(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Flaky(_)))
+    }
+
+    /// No failure or error (nor warning or flaky case under `--strict`), no bad suite file,
+    /// not aborted or interrupted.
     pub fn success(&self) -> bool {
         self.failed() == 0
             && self.errored() == 0
-            && (!self.strict || self.warnings() == 0)
+            && (!self.strict || self.warnings() + self.flaky() == 0)
             && self.errors.is_empty()
             && self.aborted.is_none()
             && !self.interrupted
@@ -453,6 +499,7 @@ mod tests {
                 reason: "NotFound".into(),
                 finding: "containerd/containerd#10520".into(),
             },
+            CaseOutcome::Flaky("flaky (1 of 3 failed)".into()),
         ];
         let statuses = [
             SnapshotStatus::Unchanged,
@@ -468,6 +515,7 @@ mod tests {
             SnapshotStatus::New {
                 new_path: "y.snap.new".into(),
             },
+            SnapshotStatus::Unchanged,
         ];
         let cases = outcomes
             .into_iter()
@@ -501,6 +549,17 @@ mod tests {
                 },
                 unreachable: false,
                 feature_gates: [("LegacySidecarContainers".to_owned(), true)].into(),
+                attempts: if i == 6 { 3 } else { 1 },
+                failures: if i == 6 {
+                    vec![AttemptFailure {
+                        attempt: 2,
+                        verdict: Verdict::Error,
+                        reason: "setup failed: Unavailable".into(),
+                        clause: Some("cri.run.sandbox".into()),
+                    }]
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         RunReport {
@@ -543,6 +602,46 @@ mod tests {
             CaseOutcome::skipped(SkipWhy::MockOnly, "mock only")
         );
         assert_eq!(report.cases[0].timing, CaseTiming::default());
+        assert_eq!(report.cases[0].attempts, 1);
+        assert!(report.cases[0].failures.is_empty());
         assert!(!report.interrupted);
+    }
+
+    #[test]
+    fn a_flaky_case_is_flat_json_with_its_attempts_and_failures() {
+        let mut report = report();
+        report.cases.truncate(7);
+        let json = serde_json::to_value(&report).unwrap();
+        let flaky = &json["cases"][6];
+        assert_eq!(flaky["outcome"], "flaky");
+        assert_eq!(flaky["reason"], "flaky (1 of 3 failed)");
+        assert_eq!(flaky["attempts"], 3);
+        assert_eq!(
+            flaky["failures"],
+            serde_json::json!([{"attempt": 2, "verdict": "error",
+                "reason": "setup failed: Unavailable", "clause": "cri.run.sandbox"}])
+        );
+        // A case run once says nothing of attempts.
+        assert!(json["cases"][0].get("attempts").is_none());
+        assert!(json["cases"][0].get("failures").is_none());
+    }
+
+    #[test]
+    fn a_flaky_case_fails_the_run_only_under_strict() {
+        let mut report = report();
+        report.cases.retain(|c| {
+            c.outcome.verdict() != Verdict::Failed
+                && c.outcome.verdict() != Verdict::Error
+                && c.outcome.verdict() != Verdict::Warning
+        });
+        report.errors.clear();
+        report.aborted = None;
+        report.interrupted = false;
+        report.strict = false;
+        assert_eq!(report.flaky(), 1);
+        assert!(!Verdict::Flaky.fails());
+        assert!(report.success());
+        report.strict = true;
+        assert!(!report.success());
     }
 }

@@ -116,6 +116,43 @@ pub struct RunConfig {
     pub strict: bool,
     /// Listed findings (`--known FILE`): a listed failure on a matching runtime is `known`.
     pub known: Option<crate::contract::known::KnownFindings>,
+    /// How many times each case runs (`--repeat`, `--rerun-failed`).
+    pub attempts: Attempts,
+}
+
+/// How many times each case runs: `repeat` attempts, then, while every attempt so far failed,
+/// up to `rerun_failed` more. Each attempt is isolated as a case is (its own namespace, pod
+/// UIDs, labels, host directory and, on the mock, runtime) and cleaned up before the next;
+/// [`crate::report::attempts::combine`] makes the case's verdict of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempts {
+    /// Attempts every case gets (at least 1).
+    pub repeat: u32,
+    /// Further attempts a case gets while all its attempts failed.
+    pub rerun_failed: u32,
+}
+
+impl Default for Attempts {
+    /// Once, no rerun.
+    fn default() -> Self {
+        Self {
+            repeat: 1,
+            rerun_failed: 0,
+        }
+    }
+}
+
+impl Attempts {
+    /// True when a case whose attempts so far ended as `first` then `later` runs again.
+    pub fn another(&self, first: &CaseReport, later: &[CaseReport]) -> bool {
+        let repeat = self.repeat.max(1);
+        let ran = u32::try_from(later.len() + 1).unwrap_or(u32::MAX);
+        ran < repeat
+            || (ran < repeat.saturating_add(self.rerun_failed)
+                && std::iter::once(first)
+                    .chain(later)
+                    .all(|a| a.outcome.verdict().fails()))
+    }
 }
 
 /// Where cases make host files unless told otherwise: `cri-harness` in the system's temporary
@@ -175,6 +212,8 @@ struct Shared {
     pulled: Arc<PulledImages>,
     /// When the run's cases began, for each case's start offset.
     started: Instant,
+    /// How many cases the run selected: attempts after the first are numbered past them.
+    selected: usize,
 }
 
 impl Shared {
@@ -263,6 +302,7 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         progress,
         pulled: Arc::new(PulledImages::new(shared_record)),
         started: Instant::now(),
+        selected: selected.len(),
     });
     let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
         .map(|(index, (suite, case))| {
@@ -321,12 +361,44 @@ pub fn target_kind(runtime_name: &str) -> String {
     }
 }
 
-/// Runs one case and reports it (also to the progress callback).
+/// Runs one case, as many times as [`RunConfig::attempts`] asks, and reports it (also to the
+/// progress callback). An attempt during which the run was interrupted or aborted is left out
+/// unless it is the first: it was cut short, and no attempt follows it.
 async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> CaseReport {
-    let started = Instant::now();
     if let Some(progress) = &shared.progress {
         progress(Event::Started(&case.full_name(suite)));
     }
+    let stopped = || shared.interrupt.is_cancelled() || shared.aborted().is_some();
+    let first = run_attempt(shared, suite, case, number, 1).await;
+    let mut later = Vec::new();
+    while shared.config.attempts.another(&first, &later) && !stopped() {
+        let attempt = u32::try_from(later.len() + 2).unwrap_or(u32::MAX);
+        let report = run_attempt(shared, suite, case, number, attempt).await;
+        if stopped() {
+            break;
+        }
+        later.push(report);
+    }
+    let report = crate::report::attempts::combine(first, later);
+    if let Some(progress) = &shared.progress {
+        progress(Event::Finished(&report));
+    }
+    report
+}
+
+/// Runs one attempt of case `number` (attempt 1 is the case's only one in a plain run), under
+/// the isolation number `number` for attempt 1 and one past every selected case's for later
+/// attempts, so no two attempts of a run share a namespace, label or host directory.
+async fn run_attempt(
+    shared: &Shared,
+    suite: &Suite,
+    case: &Case,
+    number: usize,
+    attempt: u32,
+) -> CaseReport {
+    let started = Instant::now();
+    let later = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
+    let isolation = number.saturating_add(later.saturating_mul(shared.selected));
     let spent = Arc::new(timing::Spent::default());
     let Outcome {
         outcome,
@@ -336,7 +408,7 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         notes,
     } = timing::scope(
         spent.clone(),
-        Box::pin(case_outcome(shared, suite, case, number)),
+        Box::pin(case_outcome(shared, suite, case, isolation, attempt)),
     )
     .await;
     let totals = spent.totals();
@@ -361,6 +433,8 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         },
         unreachable,
         feature_gates: owned(case.feature_gates.explicit()),
+        attempts: 1,
+        failures: Vec::new(),
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
@@ -387,9 +461,6 @@ async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) ->
         }
     } else if !matches!(report.outcome, CaseOutcome::Skipped(_)) {
         shared.unreachable_streak.store(0, Ordering::SeqCst);
-    }
-    if let Some(progress) = &shared.progress {
-        progress(Event::Finished(&report));
     }
     report
 }
@@ -438,7 +509,14 @@ impl Outcome {
     }
 }
 
-async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
+/// Case `number` (its isolation number) at its `attempt`.
+async fn case_outcome(
+    shared: &Shared,
+    suite: &Suite,
+    case: &Case,
+    number: usize,
+    attempt: u32,
+) -> Outcome {
     let skip = |why, reason: String| Outcome::of(CaseOutcome::skipped(why, reason));
     if shared.interrupt.is_cancelled() {
         return skip(
@@ -485,6 +563,7 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
                 pulled: Some(shared.pulled.clone()),
+                attempt,
                 kubelet: shared.config.kubelet,
                 feature_gates: shared
                     .config
@@ -499,7 +578,7 @@ async fn case_outcome(shared: &Shared, suite: &Suite, case: &Case, number: usize
                     "needs a real process in the container (needs: [process]); the mock runs none";
                 return skip(SkipWhy::NeedsProcess, reason.to_owned());
             }
-            run_on_mock(shared, suite, case, number).await
+            run_on_mock(shared, suite, case, number, attempt).await
         }
     }
 }
@@ -530,7 +609,13 @@ pub async fn remove_pulled(client: &CriClient, pulled: &PulledImages) -> Vec<Str
 }
 
 /// A fresh mock per case on its own socket, reached through the real connect path.
-async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> Outcome {
+async fn run_on_mock(
+    shared: &Shared,
+    suite: &Suite,
+    case: &Case,
+    number: usize,
+    attempt: u32,
+) -> Outcome {
     // The harness could not set the mock up: no verdict on anything.
     let failed = |message: String| Outcome::of(CaseOutcome::Error(message));
     let dir = match tempfile::Builder::new()
@@ -565,6 +650,7 @@ async fn run_on_mock(shared: &Shared, suite: &Suite, case: &Case, number: usize)
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
+                attempt,
                 kubelet: shared.config.kubelet,
                 feature_gates: shared
                     .config

@@ -55,6 +55,8 @@ pub(crate) struct Env {
     pub kubelet: KubeletProfile,
     /// The feature gates the case's manager follows (the run's, then the case's).
     pub feature_gates: crate::manager::FeatureGates,
+    /// Which attempt at the case this is, from 1 (`run --repeat`, `--rerun-failed`).
+    pub attempt: u32,
 }
 
 /// A case's world.
@@ -89,6 +91,8 @@ pub struct World {
     kubelet: KubeletProfile,
     /// The feature gates the manager follows.
     feature_gates: crate::manager::FeatureGates,
+    /// Which attempt at the case this is, from 1.
+    attempt: u32,
     /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
     /// syncs: the back-off, the last manifest), by the step's name; the world does not read it.
     pub(crate) kept: BTreeMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
@@ -148,6 +152,7 @@ impl World {
             cgroup_parents: Vec::new(),
             kubelet: env.kubelet,
             feature_gates: env.feature_gates,
+            attempt: env.attempt,
             kept: BTreeMap::new(),
             observations: Vec::new(),
         }
@@ -156,6 +161,11 @@ impl World {
     /// The unrecorded client, for cleanup.
     pub(crate) fn client(&self) -> &CriClient {
         &self.runtime
+    }
+
+    /// Which attempt at the case this is, from 1: a fault can land on some attempts only.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
     }
 
     /// The redacted snapshot body: one entry per manager call.

@@ -238,6 +238,7 @@ pub fn run_config(
         kubelet: Default::default(),
         feature_gates: Default::default(),
         strict: false,
+        attempts: Default::default(),
         known: None,
     }
 }

@@ -107,6 +107,8 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         timing: Default::default(),
                         unreachable: false,
                         feature_gates: Default::default(),
+                        attempts: 1,
+                        failures: Vec::new(),
                     }
                 })
                 .collect();

@@ -38,6 +38,7 @@ struct GroupData<'a> {
     error: usize,
     known: usize,
     skipped: usize,
+    flaky: usize,
     failing_cases: Vec<String>,
 }
 
@@ -50,7 +51,8 @@ struct NodeData<'a> {
     source: String,
     problems: &'a [String],
     failing: bool,
-    /// One letter per case: `p`assed, `f`ailed, `s`kipped, `-` not run.
+    /// One letter per case: `p`assed, `f`ailed, `w`arning, `e`rror, `k`nown, `s`kipped,
+    /// flak`y`, `-` not run.
     cells: String,
     /// `[case, message, diff]` of each failed or skipped cell, indices into `strings`, -1 for
     /// none.
@@ -98,6 +100,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     Verdict::Error => 'e',
                     Verdict::Known => 'k',
                     Verdict::Skipped => 's',
+                    Verdict::Flaky => 'y',
                 });
                 if cell.outcome != Verdict::Passed {
                     let message = strings.add(cell.message.as_deref());
@@ -152,6 +155,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 error: g.error,
                 known: g.known,
                 skipped: g.skipped,
+                flaky: g.flaky,
                 failing_cases: g
                     .failing_cases
                     .iter()

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::model::{Duplicate, Group, Merged, Totals};
-use crate::report::model::Verdict;
+use crate::report::model::{AttemptFailure, Verdict};
 use crate::report::node::Node;
 use crate::report::ReportError;
 
@@ -31,6 +31,7 @@ struct NodeView<'a> {
     error: usize,
     known: usize,
     skipped: usize,
+    flaky: usize,
     problems: &'a [String],
     cases: Vec<CellView<'a>>,
 }
@@ -44,6 +45,14 @@ struct CellView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<&'a str>,
     duration: f64,
+    #[serde(skip_serializing_if = "is_one")]
+    attempts: u32,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    failures: &'a [AttemptFailure],
+}
+
+fn is_one(attempts: &u32) -> bool {
+    *attempts == 1
 }
 
 #[derive(Serialize)]
@@ -80,6 +89,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 error: node.count(Verdict::Error),
                 known: node.count(Verdict::Known),
                 skipped: node.count(Verdict::Skipped),
+                flaky: node.count(Verdict::Flaky),
                 problems: &node.problems,
                 cases: node
                     .cells
@@ -93,6 +103,8 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                             message: cell.message.as_deref(),
                             diff: cell.diff.as_deref(),
                             duration: cell.duration,
+                            attempts: cell.attempts,
+                            failures: &cell.failures,
                         })
                     })
                     .collect(),

@@ -1,5 +1,6 @@
 //! The merge as one JUnit file: a `testsuite` per node, named by the node, its facts as
-//! properties, so a CI dashboard shows which node failed what.
+//! properties, so a CI dashboard shows which node failed what. A case run more than once
+//! carries its failed attempts as the run's own JUnit does ([`crate::report::junit_reruns`]).
 
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
         for (at, cell) in node.cells.iter().enumerate() {
             let Some(cell) = cell else { continue };
             let message = cell.message.as_deref().unwrap_or_default();
-            let status = match cell.outcome {
+            let mut status = match cell.outcome {
                 Verdict::Passed => TestCaseStatus::success(),
                 Verdict::Failed => {
                     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -51,13 +52,14 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                         .set_description(message);
                     status
                 }
-                Verdict::Warning | Verdict::Known => TestCaseStatus::success(),
+                Verdict::Warning | Verdict::Known | Verdict::Flaky => TestCaseStatus::success(),
                 Verdict::Skipped => {
                     let mut status = TestCaseStatus::skipped();
                     status.set_message(message);
                     status
                 }
             };
+            status.add_reruns(crate::report::junit_reruns(cell.outcome, &cell.failures));
             let (suite_name, case_name) = &merged.cases[at];
             let mut case = TestCase::new(case_name.as_str(), status);
             case.set_classname(suite_name.as_str())
@@ -68,6 +70,9 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 }
                 Verdict::Known => {
                     case.set_system_out(format!("verdict: known finding: {message}"));
+                }
+                Verdict::Flaky => {
+                    case.set_system_out(format!("verdict: {message}"));
                 }
                 _ => {}
             }

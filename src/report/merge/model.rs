@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::read::ReadError;
-use crate::report::model::{RunReport, Verdict};
+use crate::report::model::{AttemptFailure, RunReport, Verdict};
 use crate::report::node::Node;
 
 /// What a runtime calls itself in a group: `containerd v1.6.38`, or `unknown runtime`.
@@ -35,7 +35,8 @@ pub struct GroupKey {
 pub struct Cell {
     /// How it ended.
     pub outcome: Verdict,
-    /// Why it failed or was skipped.
+    /// Why it failed or was skipped; for a case run more than once, each failed attempt
+    /// follows on a line of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The snapshot diff of a changed snapshot.
@@ -43,6 +44,11 @@ pub struct Cell {
     pub diff: Option<String>,
     /// Seconds.
     pub duration: f64,
+    /// How many times it ran (see [`crate::report::model::CaseReport::attempts`]).
+    pub attempts: u32,
+    /// Its failed attempts, when it ran more than once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<AttemptFailure>,
 }
 
 /// One node of the merge.
@@ -124,6 +130,8 @@ pub struct Group {
     pub known: usize,
     /// See `passed`.
     pub skipped: usize,
+    /// Cells that failed in some of their attempts only.
+    pub flaky: usize,
     /// Nodes with at least one failed case or a problem of the run.
     pub failing_nodes: usize,
     /// `suite/case` of each case that failed on some node of the group, with how many.
@@ -180,11 +188,21 @@ impl Merged {
                         .and_then(|s| s.status.diff())
                         .filter(|_| outcome.fails())
                         .map(str::to_owned);
+                    let message = case.outcome.reason().map(|reason| {
+                        let mut message = reason.to_owned();
+                        for failure in &case.failures {
+                            message.push('\n');
+                            message.push_str(&crate::report::attempt_line(failure));
+                        }
+                        message
+                    });
                     cells[at] = Some(Cell {
                         outcome,
-                        message: case.outcome.reason().map(str::to_owned),
+                        message,
                         diff,
                         duration: case.duration.as_secs_f64(),
+                        attempts: case.attempts,
+                        failures: case.failures,
                     });
                 }
                 let mut problems = report.errors;
@@ -249,6 +267,8 @@ pub struct Totals {
     pub known: usize,
     /// Skipped cells.
     pub skipped: usize,
+    /// Flaky cells.
+    pub flaky: usize,
 }
 
 impl Totals {
@@ -263,6 +283,7 @@ impl Totals {
             error: merged.count(Verdict::Error),
             known: merged.count(Verdict::Known),
             skipped: merged.count(Verdict::Skipped),
+            flaky: merged.count(Verdict::Flaky),
         }
     }
 }
@@ -320,6 +341,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
                 error: 0,
                 known: 0,
                 skipped: 0,
+                flaky: 0,
                 failing_nodes: 0,
                 failing_cases: BTreeMap::new(),
             });
@@ -334,6 +356,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
         group.warning += node.count(Verdict::Warning);
         group.error += node.count(Verdict::Error);
         group.known += node.count(Verdict::Known);
+        group.flaky += node.count(Verdict::Flaky);
         if node.failing() > 0 || !node.problems.is_empty() {
             group.failing_nodes += 1;
         }
@@ -370,6 +393,7 @@ mod tests {
                 reason,
                 finding: "upstream#1".into(),
             },
+            Verdict::Flaky => CaseOutcome::Flaky(reason),
         }
     }
 

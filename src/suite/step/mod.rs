@@ -551,6 +551,11 @@ pub fn reference() -> String {
             fields_of::<create_container::Selinux>(),
         ),
         (
+            "attempts",
+            "`mock_inject_error` `attempts:`",
+            fields_of::<mock_inject_error::OnAttempts>(),
+        ),
+        (
             "terminal size",
             "`exec` and `attach` `resize: [...]`",
             fields_of::<exec::Size>(),
