@@ -314,6 +314,7 @@ async fn a_run_skips_the_cases_stating_the_other_kubelet(
             CaseOutcome::Error(_) => "error",
             CaseOutcome::Known { .. } => "known",
             CaseOutcome::Skipped(_) => "skipped",
+            CaseOutcome::Interrupted(_) => "interrupted",
         })
         .collect();
     assert_eq!(outcomes, expected, "{:?}", report.cases);

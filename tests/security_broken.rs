@@ -260,7 +260,9 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
                 );
             }
             // An error is a broken run, and a known finding would let the rule go.
-            other @ (CaseOutcome::Error(_) | CaseOutcome::Known { .. }) => {
+            other @ (CaseOutcome::Error(_)
+            | CaseOutcome::Known { .. }
+            | CaseOutcome::Interrupted(_)) => {
                 panic!("{name}: broken, it ended {other:?}, not failed at a check")
             }
         }

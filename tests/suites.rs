@@ -51,6 +51,7 @@ async fn every_embedded_suite_passes_on_the_mock_and_matches_its_snapshots(
             CaseOutcome::Failed(_)
             | CaseOutcome::Warning(_)
             | CaseOutcome::Error(_)
+            | CaseOutcome::Interrupted(_)
             | CaseOutcome::Known { .. } => true,
         })
         .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))

@@ -58,6 +58,7 @@ pub fn case_line(case: &CaseReport) -> String {
         CaseOutcome::Known { reason, finding } => {
             ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
         }
+        CaseOutcome::Interrupted(reason) => ("INTERRUPTED", Some(reason.clone())),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
@@ -75,9 +76,10 @@ pub fn case_line(case: &CaseReport) -> String {
     line
 }
 
-/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level.
+/// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level, and
+/// `, N interrupted` after them when a signal stopped the run.
 pub fn verdict_line(report: &RunReport) -> String {
-    format!(
+    let mut line = format!(
         "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
         report.passed(),
         report.failed(),
@@ -85,12 +87,17 @@ pub fn verdict_line(report: &RunReport) -> String {
         report.errored(),
         report.known(),
         report.skipped()
-    )
+    );
+    if report.interrupted || report.interrupted_cases() > 0 {
+        let _ = write!(line, ", {} interrupted", report.interrupted_cases());
+    }
+    line
 }
 
 /// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
 /// `failed` counts every case that fails the run (failed and error, and warning under
-/// `--strict`); `passed` counts passes, warnings that do not fail the run and known findings.
+/// `--strict`); `passed` counts passes, warnings that do not fail the run and known findings;
+/// `skipped` counts the cases a signal cut short too (no verdict, as for a skip).
 pub fn summary_line(report: &RunReport) -> String {
     let warnings = report.warnings();
     let (failing_warnings, passing_warnings) = if report.strict {
@@ -102,7 +109,7 @@ pub fn summary_line(report: &RunReport) -> String {
         "{} passed, {} failed, {} skipped",
         report.passed() + passing_warnings + report.known(),
         report.failed() + report.errored() + failing_warnings,
-        report.skipped()
+        report.skipped() + report.interrupted_cases()
     )
 }
 
@@ -274,6 +281,13 @@ fn test_case(case: &CaseReport) -> TestCase {
         // A warning and a known finding do not fail the run: the test case passes, and what
         // broke is told in its standard output (below).
         CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
+        // Skipped, not error: the case was not judged, and CI tools count an error as a red
+        // test. The run's own exit status (130) says it was stopped.
+        CaseOutcome::Interrupted(reason) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(format!("interrupted: {reason}"));
+            status
+        }
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -412,6 +426,10 @@ mod tests {
         CaseOutcome::skipped(SkipWhy::MockOnly, "needs mock_control"),
         "SKIP s/c (1.2 ms) needs mock_control"
     )]
+    #[case::interrupted(
+        CaseOutcome::Interrupted("s.yaml:9: case `c`, step 3 `start_container`: interrupted".into()),
+        "INTERRUPTED s/c (1.2 ms) s.yaml:9: case `c`, step 3 `start_container`: interrupted"
+    )]
     fn each_case_is_one_line(#[case] outcome: CaseOutcome, #[case] expected: &str) {
         assert_eq!(case_line(&case("s", "c", outcome)), expected);
     }
@@ -465,6 +483,42 @@ mod tests {
         assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn a_case_cut_short_is_interrupted_in_json_a_skip_in_junit_and_counted_apart() {
+        let mut report = report(vec![
+            case("s", "a", CaseOutcome::Passed),
+            case(
+                "s",
+                "b",
+                CaseOutcome::Interrupted("step 2: interrupted".into()),
+            ),
+        ]);
+        report.interrupted = true;
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cases"][1]["outcome"], "interrupted");
+        assert_eq!(json["cases"][1]["reason"], "step 2: interrupted");
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let skipped: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("skipped"))
+            .collect();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            skipped[0].attribute("message"),
+            Some("interrupted: step 2: interrupted")
+        );
+        assert!(!doc
+            .descendants()
+            .any(|n| n.has_tag_name("failure") || n.has_tag_name("error")));
+        assert_eq!(summary_line(&report), "1 passed, 0 failed, 1 skipped");
+        assert_eq!(
+            verdict_line(&report),
+            "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 interrupted"
+        );
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub enum CaseOutcome {
         /// The finding's upstream reference (an issue or the fixing commit).
         finding: String,
     },
+    /// A signal (SIGINT, SIGTERM) cut it short: where it stood, and anything its cleanup
+    /// could not undo. No verdict on the runtime; the run as a whole reports the interruption.
+    Interrupted(String),
 }
 
 /// A verdict's level without its words: what reports count and colour by.
@@ -47,6 +50,8 @@ pub enum Verdict {
     Error,
     /// It failed as a listed finding says.
     Known,
+    /// A signal cut it short: no verdict.
+    Interrupted,
 }
 
 impl Verdict {
@@ -66,16 +71,19 @@ impl CaseOutcome {
             CaseOutcome::Skipped(_) => Verdict::Skipped,
             CaseOutcome::Error(_) => Verdict::Error,
             CaseOutcome::Known { .. } => Verdict::Known,
+            CaseOutcome::Interrupted(_) => Verdict::Interrupted,
         }
     }
 
-    /// Why it failed, warned, erred, was skipped or is known; nothing for a pass.
+    /// Why it failed, warned, erred, was skipped, is known or was interrupted; nothing for a
+    /// pass.
     pub fn reason(&self) -> Option<&str> {
         match self {
             CaseOutcome::Passed => None,
             CaseOutcome::Failed(reason)
             | CaseOutcome::Warning(reason)
             | CaseOutcome::Error(reason)
+            | CaseOutcome::Interrupted(reason)
             | CaseOutcome::Known { reason, .. } => Some(reason),
             CaseOutcome::Skipped(skip) => Some(&skip.reason),
         }
@@ -131,6 +139,7 @@ enum OutcomeWire {
     Skipped { reason: String, skip: SkipWhy },
     Error { reason: String },
     Known { reason: String, finding: String },
+    Interrupted { reason: String },
 }
 
 impl Serialize for CaseOutcome {
@@ -153,6 +162,7 @@ impl From<CaseOutcome> for OutcomeWire {
             CaseOutcome::Warning(reason) => OutcomeWire::Warning { reason },
             CaseOutcome::Error(reason) => OutcomeWire::Error { reason },
             CaseOutcome::Known { reason, finding } => OutcomeWire::Known { reason, finding },
+            CaseOutcome::Interrupted(reason) => OutcomeWire::Interrupted { reason },
             CaseOutcome::Skipped(Skip { why, reason }) => {
                 OutcomeWire::Skipped { reason, skip: why }
             }
@@ -168,6 +178,7 @@ impl From<OutcomeWire> for CaseOutcome {
             OutcomeWire::Warning { reason } => CaseOutcome::Warning(reason),
             OutcomeWire::Error { reason } => CaseOutcome::Error(reason),
             OutcomeWire::Known { reason, finding } => CaseOutcome::Known { reason, finding },
+            OutcomeWire::Interrupted { reason } => CaseOutcome::Interrupted(reason),
             OutcomeWire::Skipped { reason, skip } => {
                 CaseOutcome::Skipped(Skip { why: skip, reason })
             }
@@ -257,6 +268,10 @@ pub struct CaseTiming {
     /// Summed time it waited on purpose.
     #[serde(with = "seconds")]
     pub waiting: Duration,
+    /// Time its cleanup took: waiting for calls in flight, sweeping until two listings agree,
+    /// removing its host directory.
+    #[serde(with = "seconds", default)]
+    pub cleanup: Duration,
 }
 
 impl CaseReport {
@@ -373,6 +388,11 @@ impl RunReport {
         self.count(|o| matches!(o, CaseOutcome::Known { .. }))
     }
 
+    /// Cases a signal cut short.
+    pub fn interrupted_cases(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Interrupted(_)))
+    }
+
     /// No failure or error (nor warning under `--strict`), no bad suite file, not aborted or
     /// interrupted.
     pub fn success(&self) -> bool {
@@ -453,6 +473,7 @@ mod tests {
                 reason: "NotFound".into(),
                 finding: "containerd/containerd#10520".into(),
             },
+            CaseOutcome::Interrupted("step 2 `start`: interrupted".into()),
         ];
         let statuses = [
             SnapshotStatus::Unchanged,
@@ -468,6 +489,7 @@ mod tests {
             SnapshotStatus::New {
                 new_path: "y.snap.new".into(),
             },
+            SnapshotStatus::Unchanged,
         ];
         let cases = outcomes
             .into_iter()
@@ -498,6 +520,7 @@ mod tests {
                     cri: Duration::from_millis(500),
                     calls: 7,
                     waiting: Duration::from_millis(1500),
+                    cleanup: Duration::from_millis(750),
                 },
                 unreachable: false,
                 feature_gates: [("LegacySidecarContainers".to_owned(), true)].into(),

@@ -98,6 +98,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     Verdict::Error => 'e',
                     Verdict::Known => 'k',
                     Verdict::Skipped => 's',
+                    Verdict::Interrupted => 'i',
                 });
                 if cell.outcome != Verdict::Passed {
                     let message = strings.add(cell.message.as_deref());

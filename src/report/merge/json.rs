@@ -31,6 +31,7 @@ struct NodeView<'a> {
     error: usize,
     known: usize,
     skipped: usize,
+    interrupted: usize,
     problems: &'a [String],
     cases: Vec<CellView<'a>>,
 }
@@ -80,6 +81,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 error: node.count(Verdict::Error),
                 known: node.count(Verdict::Known),
                 skipped: node.count(Verdict::Skipped),
+                interrupted: node.count(Verdict::Interrupted),
                 problems: &node.problems,
                 cases: node
                     .cells

@@ -57,6 +57,12 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     status.set_message(message);
                     status
                 }
+                // As the run's own JUnit: not judged, so skipped rather than a red error.
+                Verdict::Interrupted => {
+                    let mut status = TestCaseStatus::skipped();
+                    status.set_message(format!("interrupted: {message}"));
+                    status
+                }
             };
             let (suite_name, case_name) = &merged.cases[at];
             let mut case = TestCase::new(case_name.as_str(), status);

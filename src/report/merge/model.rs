@@ -124,6 +124,9 @@ pub struct Group {
     pub known: usize,
     /// See `passed`.
     pub skipped: usize,
+    /// Cells a signal cut short.
+    #[serde(default)]
+    pub interrupted: usize,
     /// Nodes with at least one failed case or a problem of the run.
     pub failing_nodes: usize,
     /// `suite/case` of each case that failed on some node of the group, with how many.
@@ -249,6 +252,9 @@ pub struct Totals {
     pub known: usize,
     /// Skipped cells.
     pub skipped: usize,
+    /// Cells a signal cut short.
+    #[serde(default)]
+    pub interrupted: usize,
 }
 
 impl Totals {
@@ -263,6 +269,7 @@ impl Totals {
             error: merged.count(Verdict::Error),
             known: merged.count(Verdict::Known),
             skipped: merged.count(Verdict::Skipped),
+            interrupted: merged.count(Verdict::Interrupted),
         }
     }
 }
@@ -320,6 +327,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
                 error: 0,
                 known: 0,
                 skipped: 0,
+                interrupted: 0,
                 failing_nodes: 0,
                 failing_cases: BTreeMap::new(),
             });
@@ -334,6 +342,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
         group.warning += node.count(Verdict::Warning);
         group.error += node.count(Verdict::Error);
         group.known += node.count(Verdict::Known);
+        group.interrupted += node.count(Verdict::Interrupted);
         if node.failing() > 0 || !node.problems.is_empty() {
             group.failing_nodes += 1;
         }
@@ -370,6 +379,7 @@ mod tests {
                 reason,
                 finding: "upstream#1".into(),
             },
+            Verdict::Interrupted => CaseOutcome::Interrupted(reason),
         }
     }
 
