@@ -104,6 +104,10 @@ struct Measured {
     longest_cleanup: Duration,
     left: usize,
     mounts_left: usize,
+    /// Sweep rounds that found an object in transition and tried again.
+    settle_retries: usize,
+    /// Object-making calls in flight when a sweep began, summed.
+    in_flight: usize,
 }
 
 /// Every mount point in this process's mount table that names one of `ids` or lies under
@@ -156,6 +160,7 @@ async fn runs_interrupted_at_instants_over_five_seconds_leave_no_object_and_no_m
             .arg("--report-dir")
             .arg(work.path().join("reports"))
             .env("CRI_HARNESS_LEASE_DIR", work.path().join("leases"))
+            .env("RUST_LOG", "cri_harness::runner::cleanup=info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -239,6 +244,13 @@ async fn runs_interrupted_at_instants_over_five_seconds_leave_no_object_and_no_m
             longest_cleanup: Duration::from_secs_f64(longest_cleanup),
             left: left.len(),
             mounts_left: mounts.len(),
+            settle_retries: output.matches("objects in transition").count(),
+            in_flight: output
+                .lines()
+                .filter(|l| l.contains("sweep done"))
+                .filter_map(|l| l.split("in_flight=").nth(1))
+                .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+                .sum(),
         };
         eprintln!("{run:?}");
         let run_id = format!("{run_id} ({:?} at {:?})", run.signal, run.at);
@@ -276,13 +288,15 @@ async fn runs_interrupted_at_instants_over_five_seconds_leave_no_object_and_no_m
     );
     let latencies: Vec<Duration> = measured.iter().map(|m| m.exit_latency).collect();
     eprintln!(
-        "{} runs: exit codes {:?}; exit latency {:?} to {:?}; {} cases interrupted; longest cleanup of one {:?}; left {} objects, {} mounts",
+        "{} runs: exit codes {:?}; exit latency {:?} to {:?}; {} cases interrupted; longest cleanup of one {:?}; {} calls in flight waited for; {} sweep rounds retried objects in transition; left {} objects, {} mounts",
         measured.len(),
         measured.iter().map(|m| m.code).collect::<BTreeSet<_>>(),
         latencies.iter().min().unwrap(),
         latencies.iter().max().unwrap(),
         measured.iter().map(|m| m.interrupted_cases).sum::<usize>(),
         measured.iter().map(|m| m.longest_cleanup).max().unwrap(),
+        measured.iter().map(|m| m.in_flight).sum::<usize>(),
+        measured.iter().map(|m| m.settle_retries).sum::<usize>(),
         measured.iter().map(|m| m.left).sum::<usize>(),
         measured.iter().map(|m| m.mounts_left).sum::<usize>(),
     );

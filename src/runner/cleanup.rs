@@ -196,6 +196,12 @@ pub async fn sweep(client: &CriClient, selector: &Selector, settle: Settle) -> S
         if !sweep.errors.is_empty() || agreed {
             // Refused, or removed and still listed: something is in transition. Give it
             // time, within the bound.
+            tracing::info!(
+                objects = previous.as_ref().map_or(0, BTreeSet::len),
+                errors = ?sweep.errors,
+                pause = ?pause,
+                "sweep: objects in transition, trying again"
+            );
             let left = settle.bound.saturating_sub(started.elapsed());
             crate::timing::pause(pause.min(left)).await;
             pause = (pause * 2).min(settle.max_pause);
@@ -203,6 +209,15 @@ pub async fn sweep(client: &CriClient, selector: &Selector, settle: Settle) -> S
     }
     sweep.removed.sort_by_key(|o| o.kind != "container");
     sweep.elapsed = started.elapsed();
+    tracing::info!(
+        elapsed = ?sweep.elapsed,
+        in_flight = in_flight.waited_for,
+        in_flight_wait = ?sweep.in_flight_wait,
+        listings = sweep.listings,
+        removed = sweep.removed.len(),
+        left = sweep.left.len(),
+        "sweep done"
+    );
     sweep
 }
 
