@@ -315,6 +315,7 @@ async fn a_run_skips_the_cases_stating_the_other_kubelet(
             CaseOutcome::Known { .. } => "known",
             CaseOutcome::Skipped(_) => "skipped",
             CaseOutcome::Flaky(_) => "flaky",
+            CaseOutcome::Interrupted(_) => "interrupted",
         })
         .collect();
     assert_eq!(outcomes, expected, "{:?}", report.cases);

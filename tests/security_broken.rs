@@ -261,7 +261,10 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
             }
             // An error is a broken run, and a known finding would let the rule go; run once, no
             // case is flaky.
-            other @ (CaseOutcome::Error(_) | CaseOutcome::Known { .. } | CaseOutcome::Flaky(_)) => {
+            other @ (CaseOutcome::Error(_)
+            | CaseOutcome::Known { .. }
+            | CaseOutcome::Flaky(_)
+            | CaseOutcome::Interrupted(_)) => {
                 panic!("{name}: broken, it ended {other:?}, not failed at a check")
             }
         }

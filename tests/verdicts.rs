@@ -210,6 +210,7 @@ fn verdicts(report: &RunReport) -> Vec<(&str, &'static str, Option<&str>)> {
                 CaseOutcome::Error(_) => "error",
                 CaseOutcome::Known { .. } => "known",
                 CaseOutcome::Flaky(_) => "flaky",
+                CaseOutcome::Interrupted(_) => "interrupted",
             };
             (c.case.as_str(), word, c.clause.as_deref())
         })
@@ -224,6 +225,7 @@ fn reason(case: &CaseReport) -> &str {
         | CaseOutcome::Warning(reason)
         | CaseOutcome::Error(reason)
         | CaseOutcome::Flaky(reason)
+        | CaseOutcome::Interrupted(reason)
         | CaseOutcome::Known { reason, .. } => reason,
         CaseOutcome::Skipped(skip) => &skip.reason,
     }

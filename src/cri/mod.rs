@@ -10,7 +10,7 @@ mod sandbox;
 mod summary;
 mod verbose;
 
-pub use client::{CallError, CallLog, CallRecord, CriClient, MAX_MESSAGE_SIZE};
+pub use client::{CallError, CallLog, CallRecord, CriClient, InFlight, MAX_MESSAGE_SIZE};
 pub use connect::{channel, connect, ConnectError, ConnectOptions};
 pub use endpoint::{
     read_crictl_config, resolve_endpoints, Endpoint, EndpointError, EndpointInputs, EndpointSource,

@@ -27,6 +27,7 @@ mod stats;
 mod status_info;
 mod streaming;
 mod summary;
+mod transitions;
 
 pub use defects::Defect;
 pub use error::MockError;
@@ -60,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) defects: defects::Defects,
     /// The broadcast GetContainerEvents streams subscribe to.
     pub(crate) events: events::Events,
+    /// Containers a delayed StartContainer holds in its starting transition.
+    pub(crate) transitions: transitions::Transitions,
 }
 
 impl Default for Inner {
@@ -73,6 +76,7 @@ impl Default for Inner {
             streaming: streaming::Streaming::default(),
             defects: defects::Defects::new(),
             events: events::Events::default(),
+            transitions: transitions::Transitions::default(),
         }
     }
 }

@@ -38,7 +38,10 @@ pub(crate) struct MockRuntimeService(pub(crate) MockRuntime);
 
 impl MockRuntimeService {
     /// Logs and answers a call the mock does not model.
-    async fn unmodelled<Req: RequestSummary + FaultTarget, Resp>(
+    async fn unmodelled<
+        Req: RequestSummary + FaultTarget + Send + 'static,
+        Resp: Send + 'static,
+    >(
         &self,
         method: &'static str,
         request: Request<Req>,
@@ -262,6 +265,15 @@ fn remove_pod_sandbox(
 ) -> Result<v1::RemovePodSandboxResponse, RpcError> {
     match inner.state.find_sandbox(&request.pod_sandbox_id) {
         Ok(key) => {
+            let id = inner.state.sandboxes[key].status.id.clone();
+            inner.transitions.check_sandbox_removal(
+                &id,
+                inner
+                    .state
+                    .containers
+                    .in_group(&id)
+                    .map(|(_, c)| c.status.id.as_str()),
+            )?;
             stop_sandbox(inner, key);
             let last = inner.state.sandboxes[key].status.clone();
             let members: Vec<String> = inner
@@ -617,6 +629,7 @@ fn remove_container(
                 container.status.id.clone(),
                 container.pod_sandbox_id.clone(),
             );
+            inner.transitions.check_container_removal(&id)?;
             inner.state.remove_container(key, used);
             events::emit(inner, &id, &sandbox_id, Kind::ContainerDeletedEvent, None);
         }

@@ -62,6 +62,7 @@ pub fn case_line(case: &CaseReport) -> String {
             ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
         }
         CaseOutcome::Flaky(reason) => ("FLAKY", Some(reason.clone())),
+        CaseOutcome::Interrupted(reason) => ("INTERRUPTED", Some(reason.clone())),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
@@ -127,7 +128,8 @@ pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRe
 }
 
 /// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level, and
-/// `, N flaky` when a case was (only runs that repeat cases have them).
+/// `, N flaky` when a case was (only runs that repeat cases have them), and `, N interrupted`
+/// after them when a signal stopped the run.
 pub fn verdict_line(report: &RunReport) -> String {
     let mut line = format!(
         "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
@@ -142,13 +144,17 @@ pub fn verdict_line(report: &RunReport) -> String {
     if flaky > 0 {
         line.push_str(&format!(", {flaky} flaky"));
     }
+    if report.interrupted || report.interrupted_cases() > 0 {
+        let _ = write!(line, ", {} interrupted", report.interrupted_cases());
+    }
     line
 }
 
 /// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
 /// `failed` counts every case that fails the run (failed and error, and warning and flaky
 /// under `--strict`); `passed` counts passes, warnings and flaky cases that do not fail the
-/// run and known findings.
+/// run and known findings; `skipped` counts the cases a signal cut short too (no verdict, as
+/// for a skip).
 pub fn summary_line(report: &RunReport) -> String {
     let warnings = report.warnings() + report.flaky();
     let (failing_warnings, passing_warnings) = if report.strict {
@@ -160,7 +166,7 @@ pub fn summary_line(report: &RunReport) -> String {
         "{} passed, {} failed, {} skipped",
         report.passed() + passing_warnings + report.known(),
         report.failed() + report.errored() + failing_warnings,
-        report.skipped()
+        report.skipped() + report.interrupted_cases()
     )
 }
 
@@ -334,6 +340,13 @@ fn test_case(case: &CaseReport) -> TestCase {
         CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
         // Nor does a flaky case: it passes with its failed attempts (below).
         CaseOutcome::Flaky(_) => TestCaseStatus::success(),
+        // Skipped, not error: the case was not judged, and CI tools count an error as a red
+        // test. The run's own exit status (130) says it was stopped.
+        CaseOutcome::Interrupted(reason) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(format!("interrupted: {reason}"));
+            status
+        }
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -498,6 +511,10 @@ mod tests {
         CaseOutcome::skipped(SkipWhy::MockOnly, "needs mock_control"),
         "SKIP s/c (1.2 ms) needs mock_control"
     )]
+    #[case::interrupted(
+        CaseOutcome::Interrupted("s.yaml:9: case `c`, step 3 `start_container`: interrupted".into()),
+        "INTERRUPTED s/c (1.2 ms) s.yaml:9: case `c`, step 3 `start_container`: interrupted"
+    )]
     fn each_case_is_one_line(#[case] outcome: CaseOutcome, #[case] expected: &str) {
         assert_eq!(case_line(&case("s", "c", outcome)), expected);
     }
@@ -551,6 +568,42 @@ mod tests {
         assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn a_case_cut_short_is_interrupted_in_json_a_skip_in_junit_and_counted_apart() {
+        let mut report = report(vec![
+            case("s", "a", CaseOutcome::Passed),
+            case(
+                "s",
+                "b",
+                CaseOutcome::Interrupted("step 2: interrupted".into()),
+            ),
+        ]);
+        report.interrupted = true;
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cases"][1]["outcome"], "interrupted");
+        assert_eq!(json["cases"][1]["reason"], "step 2: interrupted");
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let skipped: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("skipped"))
+            .collect();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            skipped[0].attribute("message"),
+            Some("interrupted: step 2: interrupted")
+        );
+        assert!(!doc
+            .descendants()
+            .any(|n| n.has_tag_name("failure") || n.has_tag_name("error")));
+        assert_eq!(summary_line(&report), "1 passed, 0 failed, 1 skipped");
+        assert_eq!(
+            verdict_line(&report),
+            "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 interrupted"
+        );
     }
 
     #[test]

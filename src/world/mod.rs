@@ -202,8 +202,10 @@ impl World {
         }
         // A runtime that already has the image answers ImageStatus without the registry.
         if self.runtime.image_status(&image).await?.is_none() {
-            self.runtime.pull_image(&image).await?;
+            // Noted before the pull: a pull cut short (a signal) may still finish on the
+            // runtime, and removing an image that never came is no error.
             self.note_pulled(&image);
+            self.runtime.pull_image(&image).await?;
         }
         self.pulled.insert(image);
         Ok(())
