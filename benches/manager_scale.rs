@@ -13,16 +13,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{
+    GetCallLogRequest, SeedContainerRequest, SeedPodSandboxRequest, SeedRequest,
+};
 use cri_harness::cri::labels::{
     CONTAINER_HASH, CONTAINER_NAME, CONTAINER_RESTART_COUNT, MANAGED, POD_NAME, POD_NAMESPACE,
     POD_TERMINATION_GRACE_PERIOD, POD_UID,
 };
 use cri_harness::cri::{self, v1, ConnectOptions, CriClient, Endpoint};
 use cri_harness::manager::{KubeGenericRuntimeManager, NoopNetworkPlugin};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{
-    GetCallLogRequest, SeedContainerRequest, SeedPodSandboxRequest, SeedRequest,
-};
 use cri_harness::mock::MockRuntime;
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};

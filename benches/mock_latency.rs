@@ -14,10 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::SeedContainerRequest;
 use cri_harness::cri::v1::runtime_service_client::RuntimeServiceClient;
 use cri_harness::cri::{self, v1, ConnectOptions, Endpoint, MAX_MESSAGE_SIZE};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::SeedContainerRequest;
 use tonic::transport::Channel;
 
 const WARMUP_CALLS: usize = 2_000;

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cli;
 pub mod contract;
 pub mod cri;
+pub mod errors;
 pub mod fuzz;
 pub mod host;
 pub mod images;

@@ -7,7 +7,7 @@ mod support;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cri-harness");
+const BIN: &str = support::BINARY;
 const ESC: u8 = 0x1b;
 
 /// `cri-harness version` against a socket that is not there exits at once, after a debug line.
@@ -15,12 +15,9 @@ const VERSION_ARGS: [&str; 3] = ["version", "-r", "/nonexistent/cri.sock"];
 
 /// Debug logs on, and nothing from this machine's environment that could change the outcome.
 fn isolated(mut command: Command) -> Command {
-    command
+    support::isolate(&mut command)
         .env("RUST_LOG", "debug")
-        .env_remove("NO_COLOR")
-        .env_remove("CONTAINER_RUNTIME_ENDPOINT")
-        .env_remove("IMAGE_SERVICE_ENDPOINT")
-        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml");
+        .env_remove("NO_COLOR");
     command
 }
 

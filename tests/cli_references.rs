@@ -62,15 +62,12 @@ fn embedded_manager_cases() -> Vec<String> {
 fn the_binary_alone_in_an_empty_directory_checks_every_embedded_reference_and_writes_nothing() {
     let release = tempfile::tempdir().unwrap();
     let binary = release.path().join("cri-harness");
-    std::fs::copy(env!("CARGO_BIN_EXE_cri-harness"), &binary).unwrap();
+    std::fs::copy(support::BINARY, &binary).unwrap();
     let run = |extra: &[&Path]| -> Output {
         let mut command = std::process::Command::new(&binary);
-        command
+        support::isolate(&mut command)
             .current_dir(release.path())
-            .args(["run", "--mock", "--parallel", "2"])
-            .env_remove("CI")
-            .env_remove("CONTAINER_RUNTIME_ENDPOINT")
-            .env_remove("IMAGE_SERVICE_ENDPOINT");
+            .args(["run", "--mock", "--parallel", "2"]);
         if let Some(reports) = extra.first() {
             command.arg("--report-dir").arg(reports);
         }

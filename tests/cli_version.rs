@@ -1,15 +1,14 @@
 //! `cri-harness version` as a user runs it: the built binary, its exit status and what it
 //! prints, with the endpoint variables and crictl config cleared so the machine cannot leak in.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod support;
 
 fn version(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+    support::harness()
         .arg("version")
         .args(args)
-        .env_remove("CONTAINER_RUNTIME_ENDPOINT")
-        .env_remove("IMAGE_SERVICE_ENDPOINT")
-        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml")
         .output()
         .unwrap()
 }

@@ -5,13 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cri_harness::cri::{self, ConnectError, ConnectOptions, Endpoint};
-use cri_harness::mock::control_api::mock_control_server::{MockControl, MockControlServer};
-use cri_harness::mock::control_api::{
+use cri_harness::cri::control::mock_control_server::{MockControl, MockControlServer};
+use cri_harness::cri::control::{
     AdvanceClockRequest, ControlResponse, ExitContainerRequest, GetCallLogRequest,
     GetCallLogResponse, InjectErrorRequest, InjectLatencyRequest, ResetRequest,
     SeedContainerRequest, SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
+use cri_harness::cri::{self, ConnectError, ConnectOptions, Endpoint};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::{Request, Response, Status};
 

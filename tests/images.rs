@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use cri_harness::images::{self, Busybox, DEFAULT_BUSYBOX};
 use serde_json::Value;
@@ -18,10 +18,7 @@ fn static_busybox() -> Busybox {
 }
 
 fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cri-harness"))
-        .args(args)
-        .output()
-        .unwrap()
+    support::harness().args(args).output().unwrap()
 }
 
 /// Reads the blob `digest` from `layout`, checking that its content hashes to its name.

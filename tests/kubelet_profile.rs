@@ -7,14 +7,14 @@ mod support;
 
 use std::sync::Arc;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{InjectErrorRequest, SetClockRequest};
 use cri_harness::cri::labels::{CONTAINER_NAME, MANAGED, POD_NAME, POD_NAMESPACE, POD_UID};
 use cri_harness::cri::{v1, CriClient};
 use cri_harness::manager::{
     ContainerState, KubeGenericRuntimeManager, KubeletProfile, ManagerError, NoopNetworkPlugin,
     Pod, SyncAction, KILL_CONTAINER_ERROR, KILL_POD_SANDBOX_ERROR,
 };
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{InjectErrorRequest, SetClockRequest};
 use cri_harness::mock::MockRuntime;
 use rstest::rstest;
 use tonic::transport::Channel;
@@ -314,6 +314,8 @@ async fn a_run_skips_the_cases_stating_the_other_kubelet(
             CaseOutcome::Error(_) => "error",
             CaseOutcome::Known { .. } => "known",
             CaseOutcome::Skipped(_) => "skipped",
+            CaseOutcome::Flaky(_) => "flaky",
+            CaseOutcome::Interrupted(_) => "interrupted",
         })
         .collect();
     assert_eq!(outcomes, expected, "{:?}", report.cases);

@@ -504,7 +504,7 @@ async fn a_runtime_that_answers_one_call_differently_is_seen_to_differ() {
     .await;
     let (_bad, bad_client, mut control) = support::mock().await;
     control
-        .inject_error(cri_harness::mock::control_api::InjectErrorRequest {
+        .inject_error(cri_harness::cri::control::InjectErrorRequest {
             method: "StartContainer".to_owned(),
             code: tonic::Code::Internal as i32,
             message: "refused".to_owned(),

@@ -4,23 +4,25 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{
+    InjectErrorRequest, SeedContainerRequest, SeedPodSandboxRequest, SetVersionRequest,
+};
 use cri_harness::cri::labels::{
     CONTAINER_HASH, CONTAINER_NAME, MANAGED, POD_DELETION_GRACE_PERIOD, POD_NAME, POD_NAMESPACE,
     POD_TERMINATION_GRACE_PERIOD, POD_UID,
 };
-use cri_harness::cri::{v1, CallLog, CriClient};
+use cri_harness::cri::{v1, CallLog, CriClient, PodSandbox};
 use cri_harness::manager::{
     ContainerSpec, ContainerState, KubeGenericRuntimeManager, ManagerError, NetworkPlugin, Pod,
     PodSpec, PodSyncResult, RecordingNetworkPlugin, TeardownCall, KILL_CONTAINER_ERROR,
     KILL_POD_SANDBOX_ERROR, TEARDOWN_NETWORK_ERROR,
 };
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{
-    InjectErrorRequest, SeedContainerRequest, SeedPodSandboxRequest, SetVersionRequest,
-};
 use cri_harness::mock::MockRuntime;
 use rstest::rstest;
 use tonic::transport::Channel;
+
+mod support;
 
 const NAMESPACE: &str = "wire";
 const MOCK_RUNTIME_NAME: &str = "cri-harness-mock";
@@ -41,14 +43,9 @@ impl Rig {
     }
 
     async fn with_network(network: RecordingNetworkPlugin) -> Self {
-        let mock = MockRuntime::new();
+        let (mock, client, control) = support::mock().await;
         let log = CallLog::new();
-        let client = mock
-            .duplex_client()
-            .await
-            .unwrap()
-            .with_call_log(log.clone());
-        let control = MockControlClient::new(mock.duplex_channel().await.unwrap());
+        let client = client.with_call_log(log.clone());
         Self {
             client,
             control,
@@ -985,31 +982,10 @@ async fn kill_pod_of_an_orphan_only_stops_its_containers() {
 /// Creates pod u1 the way a kubelet would: RunPodSandbox, PullImage, CreateContainer,
 /// StartContainer, with the seed's labels.
 async fn run_pod(client: &CriClient, uid: &str, host: bool) -> (String, String) {
-    let config = v1::PodSandboxConfig {
-        metadata: Some(v1::PodSandboxMetadata {
-            name: pod_name(uid),
-            uid: uid.to_owned(),
-            namespace: NAMESPACE.to_owned(),
-            attempt: 0,
-        }),
-        labels: pod_labels(uid),
-        linux: Some(v1::LinuxPodSandboxConfig {
-            security_context: Some(v1::LinuxSandboxSecurityContext {
-                namespace_options: Some(v1::NamespaceOption {
-                    network: if host {
-                        v1::NamespaceMode::Node
-                    } else {
-                        v1::NamespaceMode::Pod
-                    }
-                    .into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let config = PodSandbox::new(&pod_name(uid), NAMESPACE, uid)
+        .network(host)
+        .labels(pod_labels(uid))
+        .build();
     let sandbox_id = client.run_pod_sandbox(config.clone(), "").await.unwrap();
     client.pull_image("busybox:1.36").await.unwrap();
     let mut labels = pod_labels(uid);

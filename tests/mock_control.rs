@@ -5,12 +5,12 @@ mod support;
 
 use std::time::Duration;
 
-use cri_harness::cri::{v1, CriClient};
-use cri_harness::mock::control_api::{
+use cri_harness::cri::control::{
     mock_control_client::MockControlClient, AdvanceClockRequest, CallRecord, ExitContainerRequest,
     GetCallLogRequest, InjectErrorRequest, InjectLatencyRequest, ResetRequest,
     SeedContainerRequest, SeedPodSandboxRequest, SeedRequest, SetClockRequest, SetVersionRequest,
 };
+use cri_harness::cri::{v1, CriClient};
 use rstest::rstest;
 use support::{create_container, labels, mock, run_sandbox, sandbox_config};
 use tonic::transport::Channel;
@@ -379,6 +379,7 @@ async fn targeted_latency_holds_only_the_nth_call_naming_its_target() {
             count: 1,
             target_id: b.clone(),
             nth: 2,
+            finish_if_abandoned: false,
         })
         .await
         .unwrap();
@@ -405,6 +406,7 @@ async fn a_target_is_refused_for_methods_whose_requests_name_none() {
             count: 1,
             target_id: "abc".into(),
             nth: 0,
+            finish_if_abandoned: false,
         })
         .await
         .unwrap_err();
@@ -1019,4 +1021,94 @@ async fn a_timed_exit_refuses_negative_times() {
     };
     let err = control.exit_container(request).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+}
+
+/// Waits until the call log's last call of `method` is answered (or cancelled), at most ten
+/// seconds; gives its record.
+async fn answered(control: &mut Control, method: &str) -> CallRecord {
+    for _ in 0..1000 {
+        let last = call_log(control, false)
+            .await
+            .into_iter()
+            .rev()
+            .find(|c| c.method == method);
+        if let Some(record) = last.filter(|c| !c.message.contains("still in flight")) {
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the {method} call never ended");
+}
+
+#[tokio::test]
+async fn a_delayed_start_keeps_its_container_starting_and_unremovable_until_it_ends() {
+    let (_mock, client, mut control) = mock().await;
+    let sandbox = run_sandbox(&client, "web").await;
+    let container = create_container(&client, &sandbox, "web", "app").await;
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "StartContainer".into(),
+            delay_ms: 3_600_000,
+            count: 1,
+            target_id: container.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // The start's client gives up after 300 ms; until then the mock holds the call.
+    let hasty = client.with_timeout(Duration::from_millis(300));
+    let starting = container.clone();
+    let start = tokio::spawn(async move { hasty.start_container(&starting).await });
+    while !call_log(&mut control, false)
+        .await
+        .iter()
+        .any(|c| c.method == "StartContainer" && c.message.contains("still in flight"))
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let refused = client.remove_container(&container).await.unwrap_err();
+    assert_eq!(refused.code, Code::Unknown, "{refused}");
+    assert!(refused.message.contains("starting state"), "{refused}");
+    let refused = client.remove_pod_sandbox(&sandbox).await.unwrap_err();
+    assert!(refused.message.contains("starting state"), "{refused}");
+
+    let given_up = start.await.unwrap().unwrap_err();
+    assert_eq!(given_up.code, Code::DeadlineExceeded);
+    // Dropped unanswered, the start changed nothing: the container is created and removable.
+    let record = answered(&mut control, "StartContainer").await;
+    assert_eq!(record.code, Code::Cancelled as i32, "{record:?}");
+    client.remove_pod_sandbox(&sandbox).await.unwrap();
+    assert!(client.list_containers(None).await.unwrap().is_empty());
+}
+
+#[rstest]
+#[case::held_to_the_end(true, 1, Code::Ok)]
+#[case::dropped_with_its_client(false, 0, Code::Cancelled)]
+#[tokio::test]
+async fn a_delayed_run_pod_sandbox_makes_its_sandbox_after_its_client_left_only_if_held(
+    #[case] finish_if_abandoned: bool,
+    #[case] sandboxes: usize,
+    #[case] logged: Code,
+) {
+    let (_mock, client, mut control) = mock().await;
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "RunPodSandbox".into(),
+            delay_ms: 1_000,
+            count: 1,
+            finish_if_abandoned,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let hasty = client.with_timeout(Duration::from_millis(100));
+    let config = sandbox_config("web", "default", "uid-web", 0);
+    let given_up = hasty.run_pod_sandbox(config, "").await.unwrap_err();
+    assert_eq!(given_up.code, Code::DeadlineExceeded);
+    let record = answered(&mut control, "RunPodSandbox").await;
+    assert_eq!(record.code, logged as i32, "{record:?}");
+    assert_eq!(
+        client.list_pod_sandbox(None).await.unwrap().len(),
+        sandboxes
+    );
 }

@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
+use cri_harness::cri::control::{GetCallLogRequest, InjectLatencyRequest};
 use cri_harness::cri::{self, ConnectOptions, CriClient, Endpoint};
-use cri_harness::mock::control_api::{GetCallLogRequest, InjectLatencyRequest};
 use cri_harness::mock::{MockError, MockRuntime};
 use support::{control_client, mock_on_socket, run_sandbox, unix_channel, CALL_TIMEOUT};
 
@@ -147,7 +147,7 @@ async fn one_mock_can_be_reached_over_duplex_and_socket_at_once() {
 async fn the_mock_command_serves_until_sigterm_then_removes_its_socket() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cli.sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+    let mut child = support::harness()
         .arg("mock")
         .arg("--listen")
         .arg(&path)

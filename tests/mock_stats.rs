@@ -5,9 +5,9 @@
 
 mod support;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{AdvanceClockRequest, SetClockRequest};
 use cri_harness::cri::{v1, CriClient};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{AdvanceClockRequest, SetClockRequest};
 use rstest::rstest;
 use serde_json::Value;
 use support::{container_config, create_container, host_network, labels, mock, sandbox_config};

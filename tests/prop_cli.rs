@@ -2,13 +2,12 @@
 //! and the rate, the same seed gives the same cases, and unknown property names are refused
 //! with the valid ones.
 
-use std::process::Command;
+mod support;
 
 fn prop(args: &[&str]) -> (bool, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+    let output = support::harness()
         .args(["prop", "--mock"])
         .args(args)
-        .env_remove("CONTAINER_RUNTIME_ENDPOINT")
         .output()
         .unwrap();
     let text = format!(

@@ -14,12 +14,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
+use cri_harness::cri::control::{SeedContainerRequest, SeedPodSandboxRequest, SeedRequest};
 use cri_harness::cri::labels::{CONTAINER_NAME, POD_NAME, POD_NAMESPACE, POD_UID};
 use cri_harness::cri::v1;
 use cri_harness::manager::lifecycle::{GcLogDirs, GcPolicy, GcScope, PodStateOracle};
 use cri_harness::manager::{KubeGenericRuntimeManager, NoopNetworkPlugin};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
-use cri_harness::mock::control_api::{SeedContainerRequest, SeedPodSandboxRequest, SeedRequest};
 use cri_harness::mock::MockRuntime;
 use proptest::prelude::*;
 use proptest::sample::Index;

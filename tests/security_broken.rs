@@ -259,8 +259,12 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
                     "{name} should warn at a check, not at `{step}`: {reason}"
                 );
             }
-            // An error is a broken run, and a known finding would let the rule go.
-            other @ (CaseOutcome::Error(_) | CaseOutcome::Known { .. }) => {
+            // An error is a broken run, and a known finding would let the rule go; run once, no
+            // case is flaky.
+            other @ (CaseOutcome::Error(_)
+            | CaseOutcome::Known { .. }
+            | CaseOutcome::Flaky(_)
+            | CaseOutcome::Interrupted(_)) => {
                 panic!("{name}: broken, it ended {other:?}, not failed at a check")
             }
         }

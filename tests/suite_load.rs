@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+
 use cri_harness::suite::step;
 use rstest::rstest;
 
@@ -12,10 +14,9 @@ const HEAD: &str = "suite: bad\nabout: x\ncases:\n";
 
 /// `(exit code, stdout)` of `run --mock --suites path --list`.
 fn list(path: &Path) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+    let output = support::harness()
         .args(["run", "--mock", "--list", "--suites"])
         .arg(path)
-        .env_remove("CI")
         .output()
         .unwrap();
     (
@@ -390,9 +391,8 @@ fn a_bad_file_given_to_suites_fails_with_its_position() {
 
 #[test]
 fn a_focus_that_matches_nothing_exits_non_zero_and_says_so() {
-    let output = Command::new(env!("CARGO_BIN_EXE_cri-harness"))
+    let output = support::harness()
         .args(["run", "--mock", "--list", "--focus", "nomatch"])
-        .env_remove("CI")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cri_harness::cri::control::InjectErrorRequest;
 use cri_harness::cri::labels::{
     CONTAINER_HASH, CONTAINER_NAME, CONTAINER_RESTART_COUNT, MANAGED, POD_NAME, POD_NAMESPACE,
     POD_UID, RUN_ID,
@@ -23,7 +24,6 @@ use cri_harness::manager::{
     ContainerState, KubeGenericRuntimeManager, NoopNetworkPlugin, PodStatus, PodSyncResult,
     CRASH_LOOP_BACK_OFF,
 };
-use cri_harness::mock::control_api::InjectErrorRequest;
 
 /// The pod: one init container that exits at once, two app containers that run until stopped.
 fn three_container_pod(uid: &str) -> k8s::Pod {

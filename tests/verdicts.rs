@@ -209,6 +209,8 @@ fn verdicts(report: &RunReport) -> Vec<(&str, &'static str, Option<&str>)> {
                 CaseOutcome::Skipped(_) => "skipped",
                 CaseOutcome::Error(_) => "error",
                 CaseOutcome::Known { .. } => "known",
+                CaseOutcome::Flaky(_) => "flaky",
+                CaseOutcome::Interrupted(_) => "interrupted",
             };
             (c.case.as_str(), word, c.clause.as_deref())
         })
@@ -222,6 +224,8 @@ fn reason(case: &CaseReport) -> &str {
         CaseOutcome::Failed(reason)
         | CaseOutcome::Warning(reason)
         | CaseOutcome::Error(reason)
+        | CaseOutcome::Flaky(reason)
+        | CaseOutcome::Interrupted(reason)
         | CaseOutcome::Known { reason, .. } => reason,
         CaseOutcome::Skipped(skip) => &skip.reason,
     }

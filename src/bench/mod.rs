@@ -431,15 +431,14 @@ async fn sweep(client: &CriClient, run_id: &str) -> CleanupReport {
         run_id: Some(run_id.to_owned()),
         case: None,
     };
-    let removal = cleanup::remove(client, &selector).await;
+    let swept = cleanup::sweep(client, &selector, cleanup::Settle::default()).await;
     let mut report = CleanupReport {
-        removed: removal.removed.len(),
-        errors: removal.errors,
-        left: Vec::new(),
+        removed: swept.removed.len(),
+        errors: swept.errors,
+        left: swept.left.iter().map(ToString::to_string).collect(),
     };
-    match cleanup::remaining(client, &selector).await {
-        Ok(left) => report.left = left.iter().map(ToString::to_string).collect(),
-        Err(err) => report.errors.push(err.to_string()),
-    }
+    report
+        .errors
+        .extend(swept.list_error.map(|err| err.to_string()));
     report
 }

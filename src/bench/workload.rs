@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::cri::{labels, namespace_options, v1, CallError, CriClient};
+use crate::cri::{labels, namespace_options, v1, CallError, CriClient, PodSandbox};
 use crate::world::DEFAULT_COMMAND;
 
 /// The kubelet's smallest grace period (`minimumGracePeriodInSeconds`): the default command
@@ -150,24 +150,10 @@ impl Context {
             (labels::POD_NAME.to_owned(), name.clone()),
             (labels::POD_NAMESPACE.to_owned(), namespace.clone()),
         ]);
-        v1::PodSandboxConfig {
-            metadata: Some(v1::PodSandboxMetadata {
-                name: name.clone(),
-                uid,
-                namespace,
-                attempt: 0,
-            }),
-            hostname: name,
-            labels,
-            linux: Some(v1::LinuxPodSandboxConfig {
-                security_context: Some(v1::LinuxSandboxSecurityContext {
-                    namespace_options: Some(namespace_options(false)),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        PodSandbox::new(&name, &namespace, &uid)
+            .network(false)
+            .labels(labels)
+            .build()
     }
 
     /// A container of the default command in the sandbox of `sandbox`, labelled as its pod's.

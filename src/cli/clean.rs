@@ -69,14 +69,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut removed = 0;
     let mut left: Vec<String> = Vec::new();
     for selector in &selectors {
-        let removal = cleanup::remove(&client, selector).await;
-        for object in &removal.removed {
+        // An interrupted run's object may still be in transition (a container caught in
+        // StartContainer): the sweep waits for it, within its bound.
+        let swept = cleanup::sweep(&client, selector, cleanup::Settle::default()).await;
+        for object in &swept.removed {
             println!("removed {object}");
         }
-        for error in &removal.errors {
+        for error in &swept.errors {
             eprintln!("error: {error}");
         }
-        removed += removal.removed.len();
+        if let Some(err) = swept.list_error {
+            return Err(err.into());
+        }
+        removed += swept.removed.len();
         if let Some(run_id) = &selector.run_id {
             if let Err(err) = host::remove_run_cgroups(run_id) {
                 eprintln!("error: {err}");
@@ -88,12 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Err(message) => left.push(message),
             }
         }
-        left.extend(
-            cleanup::remaining(&client, selector)
-                .await?
-                .iter()
-                .map(ToString::to_string),
-        );
+        left.extend(swept.left.iter().map(ToString::to_string));
     }
     // Images a run pulled and could not remove (its runtime died, or it was killed): the run
     // left their list beside its lease.

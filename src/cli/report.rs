@@ -145,8 +145,12 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let written = merge::write(&args.out, &merged).context("writing the merged report")?;
+    let interrupted = match merged.count(Verdict::Interrupted) {
+        0 => String::new(),
+        n => format!(", {n} interrupted"),
+    };
     println!(
-        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} warning, {} error, {} known, {} skipped, {} flaky",
+        "merged {} nodes in {} groups (runtime, kernel), {} cases: {} passed, {} failed, {} warning, {} error, {} known, {} skipped, {} flaky{interrupted}",
         merged.nodes.len(),
         merged.groups.len(),
         merged.cases.len(),

@@ -251,7 +251,9 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         filter,
         parallel: usize::from(args.parallel),
         case_timeout: args.case_timeout,
-        cleanup_timeout: args.case_timeout.max(Duration::from_secs(30)),
+        // The sweep's own bound, and room for its last round's calls.
+        cleanup_timeout: args.case_timeout.max(runner::cleanup::SETTLE_BOUND)
+            + args.target.endpoint.options().call_timeout * 2,
         connect: args.target.endpoint.options(),
         snapshot_dir: args.snapshot_dir,
         snapshots: snapshot::Policy {

@@ -2,12 +2,16 @@
 //! error that names the method and the endpoint, and, when a [`CallLog`] is attached, a record
 //! made when the call is issued (so concurrent calls log in issue order, which is stable).
 //! Each call runs inside a `cri_call` debug span (field `method`), so a subscriber can time the
-//! runtime's share of a manager operation without a second client.
+//! runtime's share of a manager operation without a second client. The calls that make an
+//! object (RunPodSandbox, CreateContainer, StartContainer, PullImage) run to their answer or
+//! deadline even when their caller is dropped, and [`CriClient::settle_in_flight`] waits for
+//! them: a cleanup after an interruption then sees what they made.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 use tracing::Instrument as _;
 
@@ -110,6 +114,17 @@ pub struct CriClient {
     endpoint: String,
     timeout: Duration,
     log: Option<CallLog>,
+    /// The object-making calls issued through this client (and its clones) still in flight.
+    in_flight: TaskTracker,
+}
+
+/// What [`CriClient::settle_in_flight`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// Object-making calls still in flight when the wait began.
+    pub waited_for: usize,
+    /// Every one of them returned (answered or ran out of its deadline) within the bound.
+    pub settled: bool,
 }
 
 impl CriClient {
@@ -130,6 +145,33 @@ impl CriClient {
             endpoint: endpoint.into(),
             timeout,
             log: None,
+            in_flight: TaskTracker::new(),
+        }
+    }
+
+    /// The same client with its own record of object-making calls in flight, so that a
+    /// case's cleanup waits for its own calls only, not those of cases running beside it.
+    pub fn with_own_in_flight(&self) -> Self {
+        Self {
+            in_flight: TaskTracker::new(),
+            ..self.clone()
+        }
+    }
+
+    /// Waits, at most `bound`, for the object-making calls in flight through this client to
+    /// return. Each has its own deadline (the per-call timeout), so the wait ends by then even
+    /// with a longer bound.
+    pub async fn settle_in_flight(&self, bound: Duration) -> InFlight {
+        let waited_for = self.in_flight.len();
+        self.in_flight.close();
+        let settled = tokio::time::timeout(bound, self.in_flight.wait())
+            .await
+            .is_ok();
+        // Reopened: the cleanup that follows, or a later case, may issue more.
+        self.in_flight.reopen();
+        InFlight {
+            waited_for,
+            settled,
         }
     }
 
@@ -215,6 +257,41 @@ impl CriClient {
         result
     }
 
+    /// [`CriClient::call`] for a call that makes an object: sent from a task of its own, so it
+    /// runs to its answer or deadline even if the caller is dropped (an interrupted case), and
+    /// tracked until then. A runtime may well finish a call its caller gave up on; waiting for
+    /// the answer tells the cleanup when it can list what the call made.
+    async fn call_detached<Req, Resp, Fut>(
+        &self,
+        method: &'static str,
+        request: Req,
+        send: impl FnOnce(Req) -> Fut,
+    ) -> Result<Resp, CallError>
+    where
+        Req: RequestSummary,
+        Resp: Send + 'static,
+        Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>> + Send + 'static,
+    {
+        let timeout = self.timeout;
+        let tracker = self.in_flight.clone();
+        self.call(method, request, move |request| {
+            let task = tracker.spawn(tokio::time::timeout(timeout, send(request)));
+            async move {
+                match task.await {
+                    Ok(Ok(answer)) => answer,
+                    // Our own deadline, said as `call` says it.
+                    Ok(Err(_)) => Err(tonic::Status::deadline_exceeded(format!(
+                        "no answer within {timeout:?}"
+                    ))),
+                    Err(join) => Err(tonic::Status::cancelled(format!(
+                        "the call's task ended without an answer: {join}"
+                    ))),
+                }
+            }
+        })
+        .await
+    }
+
     /// `RuntimeService/Version`.
     pub async fn version(&self, version: &str) -> Result<v1::VersionResponse, CallError> {
         let mut client = self.runtime.clone();
@@ -249,7 +326,7 @@ impl CriClient {
             runtime_handler: runtime_handler.to_owned(),
         };
         let response = self
-            .call("RunPodSandbox", request, |r| async move {
+            .call_detached("RunPodSandbox", request, |r| async move {
                 client.run_pod_sandbox(r).await
             })
             .await?;
@@ -336,7 +413,7 @@ impl CriClient {
             sandbox_config: Some(sandbox_config),
         };
         let response = self
-            .call("CreateContainer", request, |r| async move {
+            .call_detached("CreateContainer", request, |r| async move {
                 client.create_container(r).await
             })
             .await?;
@@ -349,7 +426,7 @@ impl CriClient {
         let request = v1::StartContainerRequest {
             container_id: container_id.to_owned(),
         };
-        self.call("StartContainer", request, |r| async move {
+        self.call_detached("StartContainer", request, |r| async move {
             client.start_container(r).await
         })
         .await?;
@@ -635,7 +712,7 @@ impl CriClient {
             ..Default::default()
         };
         let response = self
-            .call("PullImage", request, |r| async move {
+            .call_detached("PullImage", request, |r| async move {
                 client.pull_image(r).await
             })
             .await?;

@@ -3,7 +3,6 @@
 //! (Version, then ImageFsInfo) before handing out a client.
 //! Failures become one-line errors that say what to fix and name the socket or address.
 
-use std::error::Error as _;
 use std::future::Future;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -371,14 +370,12 @@ fn classify_transport(
     opts: &ConnectOptions,
     err: tonic::transport::Error,
 ) -> ConnectError {
-    let mut cause = err.source();
-    while let Some(current) = cause {
-        if let Some(io) = current.downcast_ref::<io::Error>() {
-            if let Some(classified) = classify_kind(endpoint, io.kind(), opts) {
-                return classified;
-            }
-        }
-        cause = current.source();
+    let classified = crate::errors::causes(&err)
+        .skip(1)
+        .filter_map(|cause| cause.downcast_ref::<io::Error>())
+        .find_map(|io| classify_kind(endpoint, io.kind(), opts));
+    if let Some(classified) = classified {
+        return classified;
     }
     ConnectError::Transport {
         endpoint: endpoint.clone(),

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::model::{cstate_of, Answer, Call, Listing, Model, Target};
 use super::ops::{self, CState, Img, Op, Tier, TIER_LABEL};
 use crate::contract::known::KnownFindings;
-use crate::cri::{labels, namespace_options, v1, CallError, CriClient};
+use crate::cri::{labels, namespace_options, v1, CallError, CriClient, PodSandbox};
 use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::{Defect, MockRuntime};
@@ -170,25 +170,13 @@ impl Env {
         let name = format!("fuzz-s{n}");
         let mut labels = self.selector(Some(tier));
         labels.insert(labels::POD_NAME.to_owned(), name.clone());
-        v1::PodSandboxConfig {
-            metadata: Some(v1::PodSandboxMetadata {
-                name: name.clone(),
-                uid: format!("{}-{}-s{n}", self.run_id, self.case),
-                namespace: format!("cri-harness-fuzz-{}", self.run_id),
-                attempt: 0,
-            }),
-            hostname: if host_network { String::new() } else { name },
-            labels,
-            linux: Some(v1::LinuxPodSandboxConfig {
-                cgroup_parent: self.cgroup_parent(n).unwrap_or_default(),
-                security_context: Some(v1::LinuxSandboxSecurityContext {
-                    namespace_options: Some(namespace_options(host_network)),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        let uid = format!("{}-{}-s{n}", self.run_id, self.case);
+        let namespace = format!("cri-harness-fuzz-{}", self.run_id);
+        PodSandbox::new(&name, &namespace, &uid)
+            .network(host_network)
+            .labels(labels)
+            .cgroup_parent(self.cgroup_parent(n).unwrap_or_default())
+            .build()
     }
 
     fn container_config(

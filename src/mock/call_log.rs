@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
-use super::control_api::CallRecord;
+use crate::cri::control::CallRecord;
 
 /// Records kept at most; older ones are dropped so a long-running `cri-harness mock` does not
 /// grow without bound (sequence numbers keep counting).

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use super::control_api::{self as api, mock_control_server::MockControl};
 use super::error::RpcError;
-use super::faults::{cri_method, target_kind, Aim, CRI_METHODS, TARGETED_METHODS};
+use super::faults::{cri_method, target_kind, Aim, Latency, CRI_METHODS, TARGETED_METHODS};
 use super::state::{container_name, sandbox_name, State, TimedExit};
 use super::{default_version, MockRuntime};
+use crate::cri::control::{self as api, mock_control_server::MockControl};
 use crate::cri::v1;
 
 /// Serves MockControl from a mock's shared state.
@@ -93,12 +93,15 @@ impl MockControl for MockControlService {
     ) -> Result<Response<api::ControlResponse>, Status> {
         let request = request.into_inner();
         let method = known_method("InjectLatency", &request.method)?;
-        let delay = Duration::from_millis(request.delay_ms);
+        let latency = Latency {
+            delay: Duration::from_millis(request.delay_ms),
+            finish_if_abandoned: request.finish_if_abandoned,
+        };
         let aim = aim("InjectLatency", method, request.target_id, request.nth)?;
         self.0
             .lock()
             .faults
-            .inject_latency(method, aim, delay, request.count);
+            .inject(method, aim, latency, request.count);
         ok()
     }
 
@@ -132,6 +135,7 @@ impl MockControl for MockControlService {
         inner.state = Default::default();
         inner.clock = Default::default();
         inner.faults = Default::default();
+        inner.transitions = Default::default();
         inner.log.reset();
         inner.version = default_version();
         ok()

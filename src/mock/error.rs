@@ -181,6 +181,23 @@ pub(crate) enum RpcError {
         /// The reference, normalised.
         image: String,
     },
+    /// RemoveContainer of a container whose StartContainer is still in flight, worded as
+    /// containerd words it.
+    #[error("container {id} is in starting state, can't be removed")]
+    ContainerStarting {
+        /// The container id.
+        id: String,
+    },
+    /// RemovePodSandbox of a sandbox with a container whose StartContainer is in flight.
+    #[error(
+        "cannot remove sandbox {id}: container {container} is in starting state, can't be removed"
+    )]
+    SandboxContainerStarting {
+        /// The sandbox id.
+        id: String,
+        /// The starting container's id.
+        container: String,
+    },
     /// StartContainer of a container that is not CREATED.
     #[error("cannot start container \"{id}\": container is in {state} state")]
     ContainerInState {
@@ -382,6 +399,8 @@ impl From<RpcError> for tonic::Status {
             | RpcError::ContainerNameReserved { .. }
             | RpcError::SandboxStopped { .. }
             | RpcError::ContainerInState { .. }
+            | RpcError::ContainerStarting { .. }
+            | RpcError::SandboxContainerStarting { .. }
             | RpcError::NoTaskMetrics { .. }
             | RpcError::ContainerNotRunning { .. }
             | RpcError::InvalidPodCidr { .. }

@@ -234,12 +234,21 @@ struct InjectedError {
     message: String,
 }
 
+/// An injected delay and what the delayed call does if its client leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Latency {
+    /// How long the call waits before it takes effect and answers.
+    pub(crate) delay: Duration,
+    /// It takes effect even if its client went away meanwhile.
+    pub(crate) finish_if_abandoned: bool,
+}
+
 /// Injected errors (per method, in injection order) and delays (per method, one per target,
 /// targeted ones first so a call takes its own target's delay over the method-wide one).
 #[derive(Debug, Default)]
 pub(crate) struct Faults {
     errors: HashMap<&'static str, Vec<Rule<InjectedError>>>,
-    latency: HashMap<&'static str, Vec<Rule<Duration>>>,
+    latency: HashMap<&'static str, Vec<Rule<Latency>>>,
 }
 
 impl Faults {
@@ -260,6 +269,7 @@ impl Faults {
 
     /// Delays `count` calls of `method` that `aim` selects (every one when `count` is 0).
     /// Replaces an earlier delay of the method for the same target; a zero delay removes it.
+    #[cfg(test)]
     pub(crate) fn inject_latency(
         &mut self,
         method: &'static str,
@@ -267,11 +277,22 @@ impl Faults {
         delay: Duration,
         count: u32,
     ) {
+        let latency = Latency {
+            delay,
+            finish_if_abandoned: false,
+        };
+        self.inject(method, aim, latency, count);
+    }
+
+    /// Delays `count` calls of `method` that `aim` selects (every one when `count` is 0), as
+    /// `latency` says. Replaces an earlier delay of the method for the same target; a zero
+    /// delay removes it.
+    pub(crate) fn inject(&mut self, method: &'static str, aim: Aim, latency: Latency, count: u32) {
         let rules = self.latency.entry(method).or_default();
         rules.retain(|rule| rule.target != aim.target);
-        if !delay.is_zero() {
+        if !latency.delay.is_zero() {
             let targeted = aim.target.is_some();
-            let rule = Rule::new(aim, (count > 0).then_some(count), delay);
+            let rule = Rule::new(aim, (count > 0).then_some(count), latency);
             if targeted {
                 rules.insert(0, rule);
             } else {
@@ -298,13 +319,21 @@ impl Faults {
     }
 
     /// The delay the arriving call of `method`, naming `target`, must wait, if one is due.
+    #[cfg(test)]
     pub(crate) fn take_delay(&mut self, method: &str, target: Option<&str>) -> Option<Duration> {
+        self.take_latency(method, target)
+            .map(|latency| latency.delay)
+    }
+
+    /// The delay the arriving call of `method`, naming `target`, must wait, if one is due,
+    /// with what the call does if its client leaves.
+    pub(crate) fn take_latency(&mut self, method: &str, target: Option<&str>) -> Option<Latency> {
         let rules = self.latency.get_mut(method)?;
-        let delay = hit(rules, target);
+        let latency = hit(rules, target);
         if rules.is_empty() {
             self.latency.remove(method);
         }
-        delay
+        latency
     }
 }
 

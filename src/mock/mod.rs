@@ -27,15 +27,13 @@ mod stats;
 mod status_info;
 mod streaming;
 mod summary;
+mod transitions;
 
 pub use defects::Defect;
 pub use error::MockError;
 pub use server::MockServer;
 
 use crate::cri::v1;
-
-/// The mock's control service (`proto/criharness/mock/v1/control.proto`), generated.
-pub use crate::cri::generated::criharness::mock::v1 as control_api;
 
 /// The mock runtime: every clone shares the same objects, clock, injected faults and call log,
 /// so one instance can be served on several transports at once.
@@ -63,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) defects: defects::Defects,
     /// The broadcast GetContainerEvents streams subscribe to.
     pub(crate) events: events::Events,
+    /// Containers a delayed StartContainer holds in its starting transition.
+    pub(crate) transitions: transitions::Transitions,
 }
 
 impl Default for Inner {
@@ -76,6 +76,7 @@ impl Default for Inner {
             streaming: streaming::Streaming::default(),
             defects: defects::Defects::new(),
             events: events::Events::default(),
+            transitions: transitions::Transitions::default(),
         }
     }
 }

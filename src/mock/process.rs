@@ -403,10 +403,9 @@ pub(crate) fn exec_target(
     request: v1::ExecSyncRequest,
 ) -> Result<(ExecTarget, i64), RpcError> {
     // containerd words an unknown id as Exec does.
-    let container =
-        crate::mock::streaming::rpc::running_container(inner, &request.container_id, |id| {
-            RpcError::ExecContainerNotFound { id }
-        })?;
+    let container = inner.state.running_container(&request.container_id, |id| {
+        RpcError::ExecContainerNotFound { id }
+    })?;
     let target = ExecTarget {
         id: container.status.id.clone(),
         argv: request.cmd,

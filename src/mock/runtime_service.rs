@@ -14,7 +14,7 @@ use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::process::{self, Identity};
-use super::state::{container_name, sandbox_name, selector, Process};
+use super::state::{container_name, is_host_network, sandbox_name, selector, Process};
 use super::{
     metrics, mounts, oom, runtime_config, stats, status_info, streaming, Defect, Inner, MockRuntime,
 };
@@ -38,7 +38,10 @@ pub(crate) struct MockRuntimeService(pub(crate) MockRuntime);
 
 impl MockRuntimeService {
     /// Logs and answers a call the mock does not model.
-    async fn unmodelled<Req: RequestSummary + FaultTarget, Resp>(
+    async fn unmodelled<
+        Req: RequestSummary + FaultTarget + Send + 'static,
+        Resp: Send + 'static,
+    >(
         &self,
         method: &'static str,
         request: Request<Req>,
@@ -112,16 +115,6 @@ pub(crate) const HANDLERS: &[(&str, v1::RuntimeHandlerFeatures)] = &[
         },
     ),
 ];
-
-/// True for a sandbox in the node's network namespace.
-pub(crate) fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
-    status
-        .linux
-        .as_ref()
-        .and_then(|l| l.namespaces.as_ref())
-        .and_then(|n| n.options.as_ref())
-        .is_some_and(|o| o.network == v1::NamespaceMode::Node as i32)
-}
 
 /// The network namespace path of a pod-network sandbox, stable per id (containerd keeps naming
 /// it after StopPodSandbox closed it).
@@ -272,6 +265,15 @@ fn remove_pod_sandbox(
 ) -> Result<v1::RemovePodSandboxResponse, RpcError> {
     match inner.state.find_sandbox(&request.pod_sandbox_id) {
         Ok(key) => {
+            let id = inner.state.sandboxes[key].status.id.clone();
+            inner.transitions.check_sandbox_removal(
+                &id,
+                inner
+                    .state
+                    .containers
+                    .in_group(&id)
+                    .map(|(_, c)| c.status.id.as_str()),
+            )?;
             stop_sandbox(inner, key);
             let last = inner.state.sandboxes[key].status.clone();
             let members: Vec<String> = inner
@@ -621,13 +623,14 @@ fn remove_container(
 ) -> Result<v1::RemoveContainerResponse, RpcError> {
     match inner.state.find_container(&request.container_id) {
         Ok(key) => {
-            let now = inner.clock.now();
             let container = &inner.state.containers[key];
+            let used = stats::cpu_nanos(container, inner.clock.now());
             let (id, sandbox_id) = (
                 container.status.id.clone(),
                 container.pod_sandbox_id.clone(),
             );
-            inner.state.remove_container(key, now);
+            inner.transitions.check_container_removal(&id)?;
+            inner.state.remove_container(key, used);
             events::emit(inner, &id, &sandbox_id, Kind::ContainerDeletedEvent, None);
         }
         Err(RpcError::ContainerNotFound { .. }) => {}

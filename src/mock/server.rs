@@ -16,11 +16,11 @@ use tonic::transport::{Channel, Server};
 
 use super::authority::AuthorityFix;
 use super::control::MockControlService;
-use super::control_api::mock_control_server::MockControlServer;
 use super::error::MockError;
 use super::image_service::MockImageService;
 use super::runtime_service::MockRuntimeService;
 use super::MockRuntime;
+use crate::cri::control::mock_control_server::MockControlServer;
 use crate::cri::v1::image_service_server::ImageServiceServer;
 use crate::cri::v1::runtime_service_server::RuntimeServiceServer;
 use crate::cri::{CriClient, Endpoint, MAX_MESSAGE_SIZE};

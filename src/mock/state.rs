@@ -395,8 +395,31 @@ impl State {
         }
     }
 
-    /// Removes the container at `key`, freeing its name; its sandbox keeps its CPU time.
-    pub(crate) fn remove_container(&mut self, key: Key, now: i64) {
+    /// The running container `id` names, refused as containerd refuses Exec, Attach and
+    /// ExecSync: `not_found` words an unknown id, and a container in another state is refused.
+    pub(crate) fn running_container(
+        &self,
+        id: &str,
+        not_found: impl FnOnce(String) -> RpcError,
+    ) -> Result<&Container, RpcError> {
+        let key = self.find_container(id).map_err(|err| match err {
+            RpcError::ContainerNotFound { id } => not_found(id),
+            other => other,
+        })?;
+        let container = &self.containers[key];
+        if container.status.state != v1::ContainerState::ContainerRunning as i32 {
+            return Err(RpcError::StreamNotRunning {
+                id: container.status.id.clone(),
+                state: v1::ContainerState::try_from(container.status.state)
+                    .map_or("CONTAINER_UNKNOWN", |s| s.as_str_name()),
+            });
+        }
+        Ok(container)
+    }
+
+    /// Removes the container at `key`, freeing its name; its sandbox keeps the CPU time it had
+    /// used (`used`, in core-nanoseconds).
+    pub(crate) fn remove_container(&mut self, key: Key, used: u64) {
         let Some(container) = self.containers.remove(key) else {
             return;
         };
@@ -404,12 +427,21 @@ impl State {
             self.container_names.remove(name);
         }
         if let Some(sandbox) = self.sandboxes.find_exact(&container.pod_sandbox_id) {
-            let used = super::stats::cpu_nanos(&container, now);
             self.sandboxes.update(sandbox, |s| {
                 s.retired_cpu_nanos = s.retired_cpu_nanos.saturating_add(used);
             });
         }
     }
+}
+
+/// True for a sandbox in the node's network namespace.
+pub(crate) fn is_host_network(status: &v1::PodSandboxStatus) -> bool {
+    status
+        .linux
+        .as_ref()
+        .and_then(|l| l.namespaces.as_ref())
+        .and_then(|n| n.options.as_ref())
+        .is_some_and(|o| o.network == v1::NamespaceMode::Node as i32)
 }
 
 #[cfg(test)]

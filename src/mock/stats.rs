@@ -10,8 +10,7 @@ use sha2::{Digest, Sha256};
 use super::error::RpcError;
 use super::image_service::IMAGE_FS_MOUNTPOINT;
 use super::index::Filter;
-use super::runtime_service::is_host_network;
-use super::state::{selector, Container, Sandbox, State};
+use super::state::{is_host_network, selector, Container, Sandbox, State};
 use super::{Defect, Inner, MockRuntime};
 use crate::cri::v1;
 

@@ -9,10 +9,12 @@ use tonic::transport::Channel;
 use super::error::PropError;
 use super::model::{Action, Model, Naming, Outcome, CLOCK_BASE_SECONDS};
 use super::scenario::MAX_PODS;
-use crate::cri::{labels, namespace_options, v1, CallError, CriClient, MAX_MESSAGE_SIZE};
+use crate::cri::control::{self, mock_control_client::MockControlClient};
+use crate::cri::{
+    labels, namespace_options, v1, CallError, CriClient, PodSandbox, MAX_MESSAGE_SIZE,
+};
 use crate::images;
 use crate::manager::{ContainerState, KubeletProfile};
-use crate::mock::control_api::{self, mock_control_client::MockControlClient};
 use crate::mock::MockRuntime;
 use crate::observe::Redactor;
 use crate::runner::case::DEFAULT_COMMAND;
@@ -83,7 +85,7 @@ impl Target {
     pub async fn reset(&self) -> Result<(), PropError> {
         if let Some(mut control) = self.control.clone() {
             control
-                .reset(control_api::ResetRequest {})
+                .reset(control::ResetRequest {})
                 .await
                 .map_err(|source| PropError::Control {
                     method: "Reset",
@@ -99,7 +101,7 @@ impl Target {
             return Ok(());
         }
         let mut control = self.control("injecting errors")?;
-        let request = control_api::InjectErrorRequest {
+        let request = control::InjectErrorRequest {
             method: method.to_owned(),
             code: tonic::Code::Internal as i32,
             message: INJECTED_MESSAGE.to_owned(),
@@ -120,7 +122,7 @@ impl Target {
     pub async fn set_version(&self, version: v1::VersionResponse) -> Result<(), PropError> {
         let mut control = self.control("setting the version")?;
         control
-            .set_version(control_api::SetVersionRequest {
+            .set_version(control::SetVersionRequest {
                 version: Some(version),
             })
             .await
@@ -134,7 +136,7 @@ impl Target {
     async fn set_clock(&self, unix_seconds: i64) -> Result<(), PropError> {
         let mut control = self.control("setting the clock")?;
         control
-            .set_clock(control_api::SetClockRequest {
+            .set_clock(control::SetClockRequest {
                 unix_nanos: unix_seconds.saturating_mul(1_000_000_000),
             })
             .await
@@ -282,24 +284,11 @@ pub fn sandbox_config(
         (labels::POD_NAME.to_owned(), name.clone()),
         (labels::POD_NAMESPACE.to_owned(), namespace.clone()),
     ]);
-    v1::PodSandboxConfig {
-        metadata: Some(v1::PodSandboxMetadata {
-            name: name.clone(),
-            uid,
-            namespace,
-            attempt,
-        }),
-        hostname: if host_network { String::new() } else { name },
-        labels: sandbox_labels,
-        linux: Some(v1::LinuxPodSandboxConfig {
-            security_context: Some(v1::LinuxSandboxSecurityContext {
-                namespace_options: Some(namespace_options(host_network)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    PodSandbox::new(&name, &namespace, &uid)
+        .attempt(attempt)
+        .network(host_network)
+        .labels(sandbox_labels)
+        .build()
 }
 
 /// A container config named `name`, carrying pod `labels`' pod labels (none for `None`).

@@ -97,14 +97,7 @@ pub enum PropError {
 impl PropError {
     /// The error with its causes, one line, for failure reports.
     pub fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
+        crate::errors::chain(self)
     }
 
     /// True when the failure is the manager's or the runtime's (a finding), not the harness's.

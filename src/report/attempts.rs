@@ -34,6 +34,7 @@ pub fn combine(first: CaseReport, later: Vec<CaseReport>) -> CaseReport {
         cri: attempts.iter().map(|a| a.timing.cri).sum(),
         calls: attempts.iter().map(|a| a.timing.calls).sum(),
         waiting: attempts.iter().map(|a| a.timing.waiting).sum(),
+        cleanup: attempts.iter().map(|a| a.timing.cleanup).sum(),
     };
     let mut ran: Vec<(u32, CaseReport)> = (1..)
         .zip(attempts)
@@ -116,6 +117,7 @@ mod tests {
                 cri: Duration::from_millis(2),
                 calls: 3,
                 waiting: Duration::from_millis(4),
+                cleanup: Duration::ZERO,
             },
             unreachable: false,
             feature_gates: Default::default(),

@@ -94,8 +94,9 @@ pub struct Diff {
     /// Cases that failed before and pass now (or only warn).
     pub fixes: Vec<Change>,
     /// Every other change of verdict level (a pass now skipped, a failure now known, a pass
-    /// or a failure now flaky, a flaky case now passing, ...). A flaky case failed only in
-    /// some attempts: no new failure, and no fix either.
+    /// or a failure now flaky, a flaky case now passing, a failure cut short by a signal now
+    /// `interrupted`, ...). A flaky case failed only in some attempts, and an interrupted one
+    /// has no verdict: neither is a new failure or a fix.
     pub changed: Vec<Change>,
     /// Cases only the new side has.
     pub added: Vec<Only>,
@@ -141,6 +142,10 @@ impl Diff {
                     finding,
                 })
             };
+            if now.verdict == Verdict::Interrupted {
+                // Cut short, the case says nothing of a finding either way.
+                continue;
+            }
             if now.verdict == Verdict::Known && was != Some(Verdict::Known) {
                 diff.new_known.extend(finding_change(now));
             }
@@ -241,6 +246,7 @@ fn verdict_name(verdict: Verdict) -> &'static str {
         Verdict::Error => "error",
         Verdict::Known => "known",
         Verdict::Flaky => "flaky",
+        Verdict::Interrupted => "interrupted",
     }
 }
 
@@ -425,6 +431,37 @@ mod tests {
         assert!(diff
             .text()
             .contains("containerd: s/settles (flaky -> passed)"));
+    }
+
+    #[test]
+    fn an_interrupted_case_is_a_changed_level_never_a_failure_a_fix_or_a_finding_gone() {
+        use Verdict::*;
+        let old = side(&[
+            ("s/was-failing", Failed, None),
+            ("s/was-passing", Passed, None),
+            ("s/was-known", Known, Some("upstream#1")),
+        ]);
+        let new = side(&[
+            ("s/was-failing", Interrupted, None),
+            ("s/was-passing", Interrupted, None),
+            ("s/was-known", Interrupted, None),
+            ("s/new-cut-short", Interrupted, None),
+        ]);
+        let diff = Diff::new(&old, &new);
+        assert!(diff.new_failures.is_empty() && diff.fixes.is_empty());
+        assert!(diff.new_known.is_empty() && diff.fixed_known.is_empty());
+        assert_eq!(
+            names(&diff.changed, |c| &c.key),
+            ["s/was-failing", "s/was-known", "s/was-passing"]
+        );
+        assert_eq!(names(&diff.added, |o| &o.key), ["s/new-cut-short"]);
+        assert!(!diff.has_new_failures());
+        assert!(
+            diff.text()
+                .contains("s/was-failing (failed -> interrupted)"),
+            "{}",
+            diff.text()
+        );
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn case_line(case: &CaseReport) -> String {
             ("KNOWN", Some(format!("[finding: {finding}] {reason}")))
         }
         CaseOutcome::Flaky(reason) => ("FLAKY", Some(reason.clone())),
+        CaseOutcome::Interrupted(reason) => ("INTERRUPTED", Some(reason.clone())),
     };
     let mut line = format!("{word} {} ({})", case.full_name(), human(case.duration));
     if let Some(clause) = case.clause.as_deref().filter(|_| reason.is_some()) {
@@ -97,8 +98,8 @@ pub fn attempt_line(failure: &AttemptFailure) -> String {
 /// read them: each failed attempt of a flaky (passing) test case, which quick-junit writes as
 /// `flakyFailure` or `flakyError`; for a test case that failed in all its attempts, those
 /// after the first (its own `failure` or `error` stands for the first), written as
-/// `rerunFailure` or `rerunError`. The message is the reason's first line after the attempt
-/// number; the element's text is the whole reason.
+/// `rerunFailure` or `rerunError`. The message is the attempt's number and its reason's first
+/// line; the whole reason goes in `stackTrace`, where Surefire puts the failure's detail.
 pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRerun> {
     let reruns = if verdict.fails() {
         failures.get(1..).unwrap_or_default()
@@ -121,14 +122,15 @@ pub fn junit_reruns(verdict: Verdict, failures: &[AttemptFailure]) -> Vec<TestRe
                     failure.attempt,
                     first_line(&failure.reason)
                 ))
-                .set_description(failure.reason.as_str());
+                .set_stack_trace(failure.reason.as_str());
             rerun
         })
         .collect()
 }
 
 /// `verdicts: N passed, N failed, N warning, N error, N known, N skipped`: every level, and
-/// `, N flaky` when a case was (only runs that repeat cases have them).
+/// `, N flaky` when a case was (only runs that repeat cases have them), and `, N interrupted`
+/// after them when a signal stopped the run.
 pub fn verdict_line(report: &RunReport) -> String {
     let mut line = format!(
         "verdicts: {} passed, {} failed, {} warning, {} error, {} known, {} skipped",
@@ -143,13 +145,17 @@ pub fn verdict_line(report: &RunReport) -> String {
     if flaky > 0 {
         line.push_str(&format!(", {flaky} flaky"));
     }
+    if report.interrupted || report.interrupted_cases() > 0 {
+        let _ = write!(line, ", {} interrupted", report.interrupted_cases());
+    }
     line
 }
 
 /// `N passed, N failed, N skipped`: alone on its line, in exactly this form, for CI. Here
 /// `failed` counts every case that fails the run (failed and error, and warning and flaky
 /// under `--strict`); `passed` counts passes, warnings and flaky cases that do not fail the
-/// run and known findings.
+/// run and known findings; `skipped` counts the cases a signal cut short too (no verdict, as
+/// for a skip).
 pub fn summary_line(report: &RunReport) -> String {
     let warnings = report.warnings() + report.flaky();
     let (failing_warnings, passing_warnings) = if report.strict {
@@ -161,7 +167,7 @@ pub fn summary_line(report: &RunReport) -> String {
         "{} passed, {} failed, {} skipped",
         report.passed() + passing_warnings + report.known(),
         report.failed() + report.errored() + failing_warnings,
-        report.skipped()
+        report.skipped() + report.interrupted_cases()
     )
 }
 
@@ -335,6 +341,13 @@ fn test_case(case: &CaseReport) -> TestCase {
         CaseOutcome::Warning(_) | CaseOutcome::Known { .. } => TestCaseStatus::success(),
         // Nor does a flaky case: it passes with its failed attempts (below).
         CaseOutcome::Flaky(_) => TestCaseStatus::success(),
+        // Skipped, not error: the case was not judged, and CI tools count an error as a red
+        // test. The run's own exit status (130) says it was stopped.
+        CaseOutcome::Interrupted(reason) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(format!("interrupted: {reason}"));
+            status
+        }
         CaseOutcome::Skipped(skip) => {
             let mut status = TestCaseStatus::skipped();
             // The schema CI tools validate against allows a skip only a message: the kind
@@ -424,6 +437,28 @@ mod tests {
     use super::*;
     use crate::report::model::{SkipWhy, SnapshotReport, SnapshotStatus};
 
+    /// A case run `attempts` times whose attempts in `failed` failed (the second of them
+    /// erred), with `outcome`.
+    fn attempted(name: &str, outcome: CaseOutcome, attempts: u32, failed: &[u32]) -> CaseReport {
+        let mut case = case("s", name, outcome);
+        case.attempts = attempts;
+        case.failures = failed
+            .iter()
+            .enumerate()
+            .map(|(i, &attempt)| AttemptFailure {
+                attempt,
+                verdict: if i == 1 {
+                    Verdict::Error
+                } else {
+                    Verdict::Failed
+                },
+                reason: format!("broke on attempt {attempt}\ndetail"),
+                clause: None,
+            })
+            .collect();
+        case
+    }
+
     fn case(suite: &str, name: &str, outcome: CaseOutcome) -> CaseReport {
         CaseReport {
             suite: suite.into(),
@@ -478,6 +513,10 @@ mod tests {
         CaseOutcome::skipped(SkipWhy::MockOnly, "needs mock_control"),
         "SKIP s/c (1.2 ms) needs mock_control"
     )]
+    #[case::interrupted(
+        CaseOutcome::Interrupted("s.yaml:9: case `c`, step 3 `start_container`: interrupted".into()),
+        "INTERRUPTED s/c (1.2 ms) s.yaml:9: case `c`, step 3 `start_container`: interrupted"
+    )]
     fn each_case_is_one_line(#[case] outcome: CaseOutcome, #[case] expected: &str) {
         assert_eq!(case_line(&case("s", "c", outcome)), expected);
     }
@@ -531,6 +570,42 @@ mod tests {
         assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn a_case_cut_short_is_interrupted_in_json_a_skip_in_junit_and_counted_apart() {
+        let mut report = report(vec![
+            case("s", "a", CaseOutcome::Passed),
+            case(
+                "s",
+                "b",
+                CaseOutcome::Interrupted("step 2: interrupted".into()),
+            ),
+        ]);
+        report.interrupted = true;
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cases"][1]["outcome"], "interrupted");
+        assert_eq!(json["cases"][1]["reason"], "step 2: interrupted");
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let skipped: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("skipped"))
+            .collect();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            skipped[0].attribute("message"),
+            Some("interrupted: step 2: interrupted")
+        );
+        assert!(!doc
+            .descendants()
+            .any(|n| n.has_tag_name("failure") || n.has_tag_name("error")));
+        assert_eq!(summary_line(&report), "1 passed, 0 failed, 1 skipped");
+        assert_eq!(
+            verdict_line(&report),
+            "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 interrupted"
+        );
     }
 
     #[test]
@@ -658,12 +733,36 @@ mod tests {
             "testcase",
             &["name"],
             &["assertions", "time", "classname", "status", "file", "line"],
-            &["skipped", "error", "failure", "system-out", "system-err"],
+            &[
+                "skipped",
+                "error",
+                "failure",
+                "system-out",
+                "system-err",
+                "flakyFailure",
+                "flakyError",
+                "rerunFailure",
+                "rerunError",
+            ],
         ),
         ("failure", &["type", "message"], &[], &[]),
         ("error", &["type", "message"], &[], &[]),
         ("skipped", &[], &["message"], &[]),
+        ("system-out", &[], &[], &[]),
+        // Maven Surefire's reruns (its surefire-test-report XSD), which Jenkins, GitLab and
+        // other readers of flaky tests take.
+        RERUN,
+        ("flakyError", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunFailure", RERUN.1, RERUN.2, RERUN.3),
+        ("rerunError", RERUN.1, RERUN.2, RERUN.3),
+        ("stackTrace", &[], &[], &[]),
     ];
+    const RERUN: SchemaElement = (
+        "flakyFailure",
+        &["type"],
+        &["message"],
+        &["stackTrace", "system-out", "system-err"],
+    );
 
     fn check_against_the_schema(xml: &str) {
         let doc = roxmltree::Document::parse(xml).unwrap();
@@ -707,6 +806,126 @@ mod tests {
         report.aborted = Some("the runtime stopped answering".into());
         check_against_the_schema(&junit(&report).unwrap());
         check_against_the_schema(&junit(&self::report(Vec::new())).unwrap());
+    }
+
+    #[test]
+    fn a_flaky_case_passes_in_junit_with_a_flaky_failure_per_failed_attempt() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (2 of 5 failed)".into()),
+            5,
+            &[1, 4],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.attribute("failures"), Some("0"));
+        assert_eq!(root.attribute("errors"), Some("0"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        type Child<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        let children: Vec<Child<'_>> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| {
+                let trace = n
+                    .children()
+                    .find(|c| c.has_tag_name("stackTrace"))
+                    .and_then(|c| c.text());
+                (
+                    n.tag_name().name(),
+                    n.attribute("type"),
+                    n.attribute("message"),
+                    trace.or(n.text()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "flakyFailure",
+                    Some("CaseFailed"),
+                    Some("attempt 1: broke on attempt 1"),
+                    Some("broke on attempt 1\ndetail")
+                ),
+                (
+                    "flakyError",
+                    Some("CaseError"),
+                    Some("attempt 4: broke on attempt 4"),
+                    Some("broke on attempt 4\ndetail")
+                ),
+                (
+                    "system-out",
+                    None,
+                    None,
+                    Some("verdict: flaky (2 of 5 failed)")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_case_failing_every_attempt_has_its_failure_and_a_rerun_failure_per_rerun() {
+        let report = report(vec![attempted(
+            "f",
+            CaseOutcome::Failed("failed in all 3 attempts: broke on attempt 1".into()),
+            3,
+            &[1, 2, 3],
+        )]);
+        let xml = junit(&report).unwrap();
+        check_against_the_schema(&xml);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let children: Vec<(&str, Option<&str>)> = case
+            .children()
+            .filter(roxmltree::Node::is_element)
+            .map(|n| (n.tag_name().name(), n.attribute("message")))
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (
+                    "failure",
+                    Some("failed in all 3 attempts: broke on attempt 1")
+                ),
+                ("rerunError", Some("attempt 2: broke on attempt 2")),
+                ("rerunFailure", Some("attempt 3: broke on attempt 3")),
+            ]
+        );
+    }
+
+    #[test]
+    fn flaky_cases_count_as_passed_unless_strict_and_list_their_attempts() {
+        let flaky = attempted(
+            "f",
+            CaseOutcome::Flaky("flaky (1 of 2 failed)".into()),
+            2,
+            &[1],
+        );
+        let mut report = report(vec![case("s", "a", CaseOutcome::Passed), flaky]);
+        assert_eq!(
+            case_line(&report.cases[1]),
+            "FLAKY s/f (1.2 ms) flaky (1 of 2 failed)\n  attempt 1 failed: broke on attempt 1\ndetail"
+        );
+        let text = epilogue(&report, None);
+        assert!(
+            text.lines().any(|l| l
+                == "verdicts: 1 passed, 0 failed, 0 warning, 0 error, 0 known, 0 skipped, 1 flaky"),
+            "{text}"
+        );
+        assert_eq!(summary_line(&report), "2 passed, 0 failed, 0 skipped");
+        assert!(report.success());
+        report.strict = true;
+        assert_eq!(summary_line(&report), "1 passed, 1 failed, 0 skipped");
+        assert!(!report.success());
     }
 
     #[test]

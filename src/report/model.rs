@@ -34,6 +34,9 @@ pub enum CaseOutcome {
     /// [`CaseReport::attempts`] and [`CaseReport::failures`]. A case that passed on a rerun is
     /// no regression, so it fails the run only under `--strict`.
     Flaky(String),
+    /// A signal (SIGINT, SIGTERM) cut it short: where it stood, and anything its cleanup
+    /// could not undo. No verdict on the runtime; the run as a whole reports the interruption.
+    Interrupted(String),
 }
 
 /// A verdict's level without its words: what reports count and colour by.
@@ -54,6 +57,8 @@ pub enum Verdict {
     Known,
     /// It failed in some of its attempts only.
     Flaky,
+    /// A signal cut it short: no verdict.
+    Interrupted,
 }
 
 impl Verdict {
@@ -74,10 +79,12 @@ impl CaseOutcome {
             CaseOutcome::Error(_) => Verdict::Error,
             CaseOutcome::Known { .. } => Verdict::Known,
             CaseOutcome::Flaky(_) => Verdict::Flaky,
+            CaseOutcome::Interrupted(_) => Verdict::Interrupted,
         }
     }
 
-    /// Why it failed, warned, erred, was skipped, is known or flaky; nothing for a pass.
+    /// Why it failed, warned, erred, was skipped, is known, flaky or was interrupted; nothing
+    /// for a pass.
     pub fn reason(&self) -> Option<&str> {
         match self {
             CaseOutcome::Passed => None,
@@ -85,6 +92,7 @@ impl CaseOutcome {
             | CaseOutcome::Warning(reason)
             | CaseOutcome::Error(reason)
             | CaseOutcome::Flaky(reason)
+            | CaseOutcome::Interrupted(reason)
             | CaseOutcome::Known { reason, .. } => Some(reason),
             CaseOutcome::Skipped(skip) => Some(&skip.reason),
         }
@@ -141,6 +149,7 @@ enum OutcomeWire {
     Error { reason: String },
     Known { reason: String, finding: String },
     Flaky { reason: String },
+    Interrupted { reason: String },
 }
 
 impl Serialize for CaseOutcome {
@@ -164,6 +173,7 @@ impl From<CaseOutcome> for OutcomeWire {
             CaseOutcome::Error(reason) => OutcomeWire::Error { reason },
             CaseOutcome::Known { reason, finding } => OutcomeWire::Known { reason, finding },
             CaseOutcome::Flaky(reason) => OutcomeWire::Flaky { reason },
+            CaseOutcome::Interrupted(reason) => OutcomeWire::Interrupted { reason },
             CaseOutcome::Skipped(Skip { why, reason }) => {
                 OutcomeWire::Skipped { reason, skip: why }
             }
@@ -180,6 +190,7 @@ impl From<OutcomeWire> for CaseOutcome {
             OutcomeWire::Error { reason } => CaseOutcome::Error(reason),
             OutcomeWire::Known { reason, finding } => CaseOutcome::Known { reason, finding },
             OutcomeWire::Flaky { reason } => CaseOutcome::Flaky(reason),
+            OutcomeWire::Interrupted { reason } => CaseOutcome::Interrupted(reason),
             OutcomeWire::Skipped { reason, skip } => {
                 CaseOutcome::Skipped(Skip { why: skip, reason })
             }
@@ -298,6 +309,10 @@ pub struct CaseTiming {
     /// Summed time it waited on purpose.
     #[serde(with = "seconds")]
     pub waiting: Duration,
+    /// Time its cleanup took: waiting for calls in flight, sweeping until two listings agree,
+    /// removing its host directory.
+    #[serde(with = "seconds", default)]
+    pub cleanup: Duration,
 }
 
 impl CaseReport {
@@ -423,6 +438,11 @@ impl RunReport {
         self.count(|o| matches!(o, CaseOutcome::Flaky(_)))
     }
 
+    /// Cases a signal cut short.
+    pub fn interrupted_cases(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Interrupted(_)))
+    }
+
     /// No failure or error (nor warning or flaky case under `--strict`), no bad suite file,
     /// not aborted or interrupted.
     pub fn success(&self) -> bool {
@@ -504,6 +524,7 @@ mod tests {
                 finding: "containerd/containerd#10520".into(),
             },
             CaseOutcome::Flaky("flaky (1 of 3 failed)".into()),
+            CaseOutcome::Interrupted("step 2 `start`: interrupted".into()),
         ];
         let statuses = [
             SnapshotStatus::Unchanged,
@@ -550,6 +571,7 @@ mod tests {
                     cri: Duration::from_millis(500),
                     calls: 7,
                     waiting: Duration::from_millis(1500),
+                    cleanup: Duration::from_millis(750),
                 },
                 unreachable: false,
                 feature_gates: [("LegacySidecarContainers".to_owned(), true)].into(),

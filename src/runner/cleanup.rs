@@ -1,12 +1,16 @@
 //! Removing what a run made: every container, then every sandbox, that carries the harness's
-//! labels. Used at the end of each case (then a second listing proves nothing leaked) and by
-//! `cri-harness clean` for leftovers of interrupted runs. A run on a real runtime holds a
-//! [`Lease`] while it lives, so `clean` can tell its objects from an abandoned run's.
+//! labels. [`sweep`] is what the end of each case, an interrupted run and `cri-harness clean`
+//! use: it waits for the run's object-making calls still in flight, then lists and removes
+//! until two listings in a row agree that nothing is left, retrying with backoff, within a
+//! bound, what a runtime refuses to remove while it is in transition (containerd: "container is
+//! in starting state"). A run on a real runtime holds a [`Lease`] while it lives, so `clean`
+//! can tell its objects from an abandoned run's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::cri::{labels, v1, CallError, CriClient};
 
@@ -69,19 +73,177 @@ pub struct Removal {
     pub errors: Vec<String>,
 }
 
+/// How long a [`sweep`] keeps at it and how it paces itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settle {
+    /// The whole sweep's bound: the wait for calls in flight, then every round of listing and
+    /// removing. What is still listed when it runs out is reported as left.
+    pub bound: Duration,
+    /// The pause before the listing that must confirm an empty one.
+    pub quiet: Duration,
+    /// The first pause after a round whose removals the runtime refused; each next one is
+    /// twice as long, up to `max_pause`.
+    pub first_pause: Duration,
+    /// The longest pause between rounds.
+    pub max_pause: Duration,
+}
+
+/// The bound of a sweep: containerd settles a container caught in StartContainer within a few
+/// seconds, and a CI job's grace period after SIGTERM is rarely under a minute.
+pub const SETTLE_BOUND: Duration = Duration::from_secs(30);
+
+impl Default for Settle {
+    fn default() -> Self {
+        Self {
+            bound: SETTLE_BOUND,
+            quiet: Duration::from_millis(100),
+            first_pause: Duration::from_millis(100),
+            max_pause: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Settle {
+    /// The pacing after a case whose steps all returned, with nothing cut short: its own
+    /// calls are answered, so the confirming listing follows at once.
+    pub fn after_returned_steps() -> Self {
+        Self {
+            quiet: Duration::ZERO,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a [`sweep`] did and found.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    /// Objects removed, containers first.
+    pub removed: Vec<Object>,
+    /// Refusals of the last round that still had any (earlier ones were retried), as text.
+    pub errors: Vec<String>,
+    /// What the last listing showed: empty when the sweep succeeded.
+    pub left: Vec<Object>,
+    /// The listing failed (the runtime did not answer it): the sweep stopped there.
+    pub list_error: Option<CallError>,
+    /// Listings made.
+    pub listings: usize,
+    /// Object-making calls that were in flight when the sweep began, and whether they all
+    /// returned within the bound.
+    pub in_flight: Option<crate::cri::InFlight>,
+    /// Time spent waiting for calls in flight.
+    pub in_flight_wait: Duration,
+    /// Time spent in the whole sweep.
+    pub elapsed: Duration,
+}
+
+impl Sweep {
+    /// Two listings in a row found nothing.
+    pub fn clean(&self) -> bool {
+        self.left.is_empty() && self.list_error.is_none()
+    }
+}
+
+/// Removes everything matching `selector` and proves it gone: waits (within the bound) for
+/// the object-making calls in flight through `client`, so what they make is listed, then
+/// lists and removes until two listings in a row agree and are empty. A round the runtime
+/// refuses (an object in transition) is retried after a pause that doubles each time; a
+/// listing that fails ends the sweep at once (an unreachable runtime will not settle).
+pub async fn sweep(client: &CriClient, selector: &Selector, settle: Settle) -> Sweep {
+    let started = Instant::now();
+    let mut sweep = Sweep::default();
+    let in_flight = client.settle_in_flight(settle.bound).await;
+    sweep.in_flight_wait = started.elapsed();
+    sweep.in_flight = Some(in_flight);
+    let mut previous: Option<BTreeSet<(&'static str, String)>> = None;
+    let mut pause = settle.first_pause;
+    loop {
+        let (sandboxes, containers) = match list(client, selector).await {
+            Ok(listed) => listed,
+            Err(err) => {
+                sweep.list_error = Some(err);
+                break;
+            }
+        };
+        sweep.listings += 1;
+        let found: Vec<Object> = containers
+            .iter()
+            .map(container_object)
+            .chain(sandboxes.iter().map(sandbox_object))
+            .collect();
+        let ids: BTreeSet<(&'static str, String)> =
+            found.iter().map(|o| (o.kind, o.id.clone())).collect();
+        let agreed = previous.as_ref() == Some(&ids);
+        sweep.left = found;
+        if ids.is_empty() {
+            if agreed {
+                sweep.errors.clear();
+                break;
+            }
+            previous = Some(ids);
+            if started.elapsed() + settle.quiet > settle.bound {
+                break;
+            }
+            crate::timing::pause(settle.quiet).await;
+            continue;
+        }
+        if started.elapsed() >= settle.bound {
+            break;
+        }
+        previous = Some(ids);
+        let removal = remove_found(client, selector, sandboxes, containers).await;
+        sweep.removed.extend(removal.removed);
+        sweep.errors = removal.errors;
+        if !sweep.errors.is_empty() || agreed {
+            // Refused, or removed and still listed: something is in transition. Give it
+            // time, within the bound.
+            tracing::info!(
+                objects = previous.as_ref().map_or(0, BTreeSet::len),
+                errors = ?sweep.errors,
+                pause = ?pause,
+                "sweep: objects in transition, trying again"
+            );
+            let left = settle.bound.saturating_sub(started.elapsed());
+            crate::timing::pause(pause.min(left)).await;
+            pause = (pause * 2).min(settle.max_pause);
+        }
+    }
+    sweep.removed.sort_by_key(|o| o.kind != "container");
+    sweep.elapsed = started.elapsed();
+    tracing::info!(
+        elapsed = ?sweep.elapsed,
+        in_flight = in_flight.waited_for,
+        in_flight_wait = ?sweep.in_flight_wait,
+        listings = sweep.listings,
+        removed = sweep.removed.len(),
+        left = sweep.left.len(),
+        "sweep done"
+    );
+    sweep
+}
+
 /// Removes everything matching `selector`, concurrently: containers outside the listed
 /// sandboxes are stopped (if running) and removed, each sandbox is stopped and removed (CRI's
 /// RemovePodSandbox takes its containers with it), and any container a runtime kept after its
-/// sandbox went is removed last. NotFound counts as done.
+/// sandbox went is removed last. NotFound counts as done. One round: [`sweep`] repeats it
+/// until nothing is left.
 pub async fn remove(client: &CriClient, selector: &Selector) -> Removal {
+    match list(client, selector).await {
+        Ok((sandboxes, containers)) => remove_found(client, selector, sandboxes, containers).await,
+        Err(err) => Removal {
+            removed: Vec::new(),
+            errors: vec![err.to_string()],
+        },
+    }
+}
+
+/// [`remove`] of what a listing found.
+async fn remove_found(
+    client: &CriClient,
+    selector: &Selector,
+    sandboxes: Vec<v1::PodSandbox>,
+    containers: Vec<v1::Container>,
+) -> Removal {
     let mut removal = Removal::default();
-    let (sandboxes, containers) = match list(client, selector).await {
-        Ok(listed) => listed,
-        Err(err) => {
-            removal.errors.push(err.to_string());
-            return removal;
-        }
-    };
     let sandbox_ids: BTreeSet<&str> = sandboxes.iter().map(|s| s.id.as_str()).collect();
     let (inside, outside): (Vec<&v1::Container>, Vec<&v1::Container>) = containers
         .iter()

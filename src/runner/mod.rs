@@ -25,9 +25,9 @@ pub use case::{namespace, pod_uid};
 
 use self::case::{CaseRun, Env};
 use self::snapshot::{Policy, SnapshotStatus};
+use crate::cri::control::mock_control_client::MockControlClient;
 use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
 use crate::manager::KubeletProfile;
-use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::mock::MockRuntime;
 use crate::suite::{step::Kind, Case, Need, Suite};
 use crate::timing;
@@ -318,6 +318,28 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     cases.sort_by_key(|c| c.number);
     report.cases = cases;
     if let Some(client) = &shared.client {
+        if shared.interrupt.is_cancelled() {
+            // Each case swept its own labels; this sweep of the run's catches what none could
+            // see (a case whose cleanup ran out of its time).
+            let selector = cleanup::Selector {
+                run_id: Some(shared.config.run_id.clone()),
+                case: None,
+            };
+            let swept = cleanup::sweep(client, &selector, cleanup::Settle::default()).await;
+            if !swept.clean() {
+                let left: Vec<String> = swept.left.iter().map(ToString::to_string).collect();
+                let why = swept
+                    .list_error
+                    .as_ref()
+                    .map_or_else(|| swept.errors.join("; "), ToString::to_string);
+                report.errors.push(format!(
+                    "the interrupted run's sweep left {} objects after {:.1} s: {} ({why})",
+                    left.len(),
+                    swept.elapsed.as_secs_f64(),
+                    left.join(", ")
+                ));
+            }
+        }
         report
             .errors
             .extend(remove_pulled(client, &shared.pulled).await);
@@ -409,6 +431,7 @@ async fn run_attempt(
         unreachable,
         clause,
         notes,
+        cleanup,
     } = timing::scope(
         spent.clone(),
         Box::pin(case_outcome(shared, suite, case, isolation, attempt)),
@@ -433,6 +456,7 @@ async fn run_attempt(
             cri: totals.cri,
             calls: totals.calls,
             waiting: totals.waiting,
+            cleanup,
         },
         unreachable,
         feature_gates: owned(case.feature_gates.explicit()),
@@ -498,6 +522,8 @@ struct Outcome {
     unreachable: bool,
     clause: Option<String>,
     notes: Vec<Note>,
+    /// Time its cleanup took.
+    cleanup: Duration,
 }
 
 impl Outcome {
@@ -508,6 +534,7 @@ impl Outcome {
             unreachable: false,
             clause: None,
             notes: Vec::new(),
+            cleanup: Duration::ZERO,
         }
     }
 }
@@ -561,7 +588,8 @@ async fn case_outcome(
                 return skip(SkipWhy::MockOnly, reason.to_owned());
             }
             let env = Env {
-                client: client.clone(),
+                // Its own record of calls in flight: its cleanup waits for its calls only.
+                client: client.with_own_in_flight(),
                 control: None,
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
@@ -599,10 +627,13 @@ fn case_dir(config: &RunConfig, number: usize) -> PathBuf {
 pub async fn remove_pulled(client: &CriClient, pulled: &PulledImages) -> Vec<String> {
     let mut errors = Vec::new();
     for image in pulled.take() {
-        if let Err(err) = client.remove_image(&image).await {
-            errors.push(format!(
+        // An image is noted before its pull, so one whose pull never finished may be absent:
+        // a runtime that answers NotFound for it (not idempotent as CRI asks) has none left.
+        match client.remove_image(&image).await {
+            Err(err) if !err.is_not_found() => errors.push(format!(
                 "cannot remove the image {image} the run pulled: {err}"
-            ));
+            )),
+            _ => {}
         }
     }
     if errors.is_empty() {
@@ -716,6 +747,8 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         setup: bool,
         probe_lacks: Option<String>,
     }
+    // Cut short (out of time, or a signal): calls of the case may still be in flight.
+    let mut cut_short = false;
     let steps = tokio::select! {
         result = tokio::time::timeout(config.case_timeout, run.run()) => match result {
             Ok(Ok(())) => Ok(()),
@@ -729,6 +762,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
             }),
             Err(_) => {
                 let index = run.current_step();
+                cut_short = true;
                 Err(Stop {
                     message: format!("{}: timed out after {:?} (--case-timeout)", at(index), config.case_timeout),
                     transport: true,
@@ -740,15 +774,19 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
                 })
             }
         },
-        () = shared.interrupt.cancelled() => Err(Stop {
-            message: format!("{}: interrupted", at(run.current_step())),
-            transport: false,
-            lacking: None,
-            clause: None,
-            setup: true,
-            probe_lacks: None,
-        }),
+        () = shared.interrupt.cancelled() => {
+            cut_short = true;
+            Err(Stop {
+                message: format!("{}: interrupted", at(run.current_step())),
+                transport: false,
+                lacking: None,
+                clause: None,
+                setup: true,
+                probe_lacks: None,
+            })
+        }
     };
+    let interrupted = shared.interrupt.is_cancelled() && cut_short;
     let notes = run.take_notes();
     let mut failures: Vec<String> = Vec::new();
     let mut unreachable = false;
@@ -770,46 +808,44 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         case: Some(number),
     };
     let client = run.client().clone();
-    let cleaned = tokio::time::timeout(config.cleanup_timeout, async {
-        // A case cut short mid-call (a timeout, Ctrl-C) can leave an object in a transient
-        // state the runtime will not remove yet (containerd: a container "in starting
-        // state"), so removal is tried again for a moment, as the kubelet retries it.
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let removal = cleanup::remove(&client, &selector).await;
-            let left = cleanup::remaining(&client, &selector).await;
-            let done = left.as_ref().map_or(true, Vec::is_empty);
-            if done || tries >= CLEANUP_TRIES {
-                break (removal, left);
-            }
-            timing::pause(Duration::from_millis(250)).await;
-        }
-    })
+    let cleanup_started = Instant::now();
+    // A case cut short mid-call (a timeout, a signal) may have calls still in flight, whose
+    // objects appear when they return, and objects in a transition the runtime will not
+    // remove yet (containerd: a container "in starting state"): the sweep waits for both.
+    let settle = if cut_short {
+        cleanup::Settle::default()
+    } else {
+        cleanup::Settle::after_returned_steps()
+    };
+    let cleaned = tokio::time::timeout(
+        config.cleanup_timeout,
+        cleanup::sweep(&client, &selector, settle),
+    )
     .await;
     // What the cleanup could not undo: the runtime kept objects that the contract says stop
     // and remove release.
     let mut leaked = false;
     match cleaned {
-        Ok((removal, left)) => match left {
-            Ok(left) if !left.is_empty() => {
+        Ok(swept) => match (&swept.list_error, &swept.left) {
+            (None, left) if !left.is_empty() => {
                 let names: Vec<String> = left.iter().map(|o| run.redact(&o.to_string())).collect();
                 let mut message = format!(
-                    "cleanup left {} objects on the runtime: {}",
+                    "cleanup left {} objects on the runtime after {:.1} s: {}",
                     left.len(),
+                    swept.elapsed.as_secs_f64(),
                     names.join(", ")
                 );
-                if !removal.errors.is_empty() {
+                if !swept.errors.is_empty() {
                     message.push_str(&format!(
                         " (errors: {})",
-                        run.redact(&removal.errors.join("; "))
+                        run.redact(&swept.errors.join("; "))
                     ));
                 }
                 failures.push(message);
                 leaked = true;
             }
-            Ok(_) => {}
-            Err(err) => {
+            (None, _) => {}
+            (Some(err), _) => {
                 unreachable |= case::is_transport(err.code);
                 failures.push(format!(
                     "cannot list what the case left: {}",
@@ -831,13 +867,23 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     if let Err(message) = host::remove_cgroups(run.cgroup_parents()) {
         failures.push(message);
     }
+    let cleanup = cleanup_started.elapsed();
     let ended = |outcome: CaseOutcome, clause: Option<String>| Outcome {
         outcome,
         snapshot: None,
         unreachable,
         clause,
         notes: notes.clone(),
+        cleanup,
     };
+    if interrupted {
+        // No verdict on the runtime: where the signal caught the case, and what its cleanup
+        // could not undo (the run prints how to finish it).
+        return Outcome {
+            unreachable: false,
+            ..ended(CaseOutcome::Interrupted(failures.join("; ")), None)
+        };
+    }
     // The step failed only because the runtime does not implement the optional feature the
     // case declares, or a probe found nothing runtime-neutral to read, and cleanup left
     // nothing: no verdict.
@@ -975,9 +1021,6 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         ),
     }
 }
-
-/// How many times cleanup removes what a case left before it reports a leak.
-const CLEANUP_TRIES: usize = 8;
 
 /// The clause a leak breaks: what a case made, the runtime's stop and remove must release.
 pub const LEAK_CLAUSE: &str = "sandbox.remove.releases-everything";

@@ -26,12 +26,12 @@ pub use pulled::PulledImages;
 use self::aliases::Aliases;
 use self::identity::Identity;
 use self::recorder::Recorder;
+use crate::cri::control::mock_control_client::MockControlClient;
 use crate::cri::{labels, v1, CriClient};
 use crate::images;
 use crate::manager::{
     KubeGenericRuntimeManager, KubeletProfile, ManagerError, Pod, RecordingNetworkPlugin,
 };
-use crate::mock::control_api::mock_control_client::MockControlClient;
 use crate::observe::{Answer, Redactor};
 
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
@@ -202,8 +202,10 @@ impl World {
         }
         // A runtime that already has the image answers ImageStatus without the registry.
         if self.runtime.image_status(&image).await?.is_none() {
-            self.runtime.pull_image(&image).await?;
+            // Noted before the pull: a pull cut short (a signal) may still finish on the
+            // runtime, and removing an image that never came is no error.
             self.note_pulled(&image);
+            self.runtime.pull_image(&image).await?;
         }
         self.pulled.insert(image);
         Ok(())

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use cri_harness::cri::control::mock_control_client::MockControlClient;
 use cri_harness::cri::{self, v1, ConnectOptions, CriClient, Endpoint, MAX_MESSAGE_SIZE};
-use cri_harness::mock::control_api::mock_control_client::MockControlClient;
 use cri_harness::mock::{MockRuntime, MockServer};
 use tempfile::TempDir;
 use tonic::transport::Channel;
@@ -129,16 +129,10 @@ pub fn sandbox_config(
     uid: &str,
     attempt: u32,
 ) -> v1::PodSandboxConfig {
-    v1::PodSandboxConfig {
-        metadata: Some(v1::PodSandboxMetadata {
-            name: name.to_owned(),
-            uid: uid.to_owned(),
-            namespace: namespace.to_owned(),
-            attempt,
-        }),
-        log_directory: format!("/var/log/pods/{namespace}_{name}_{uid}"),
-        ..Default::default()
-    }
+    cri_harness::cri::PodSandbox::new(name, namespace, uid)
+        .attempt(attempt)
+        .log_directory(format!("/var/log/pods/{namespace}_{name}_{uid}"))
+        .build()
 }
 
 /// The same config with the pod in the node's network namespace.
@@ -201,13 +195,22 @@ pub async fn create_container(
 /// The built `cri-harness` binary with nothing of the caller's setup: no CI flag, no endpoint
 /// variables, no crictl config.
 pub fn harness() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cri-harness"));
+    let mut command = std::process::Command::new(BINARY);
+    isolate(&mut command);
+    command
+}
+
+/// The built binary.
+pub const BINARY: &str = env!("CARGO_BIN_EXE_cri-harness");
+
+/// Clears what the machine's environment could slip into `command` (a run of the harness, or a
+/// program that runs it): CI's variable, the endpoint variables and crictl's config.
+pub fn isolate(command: &mut std::process::Command) -> &mut std::process::Command {
     command
         .env_remove("CI")
         .env_remove("CONTAINER_RUNTIME_ENDPOINT")
         .env_remove("IMAGE_SERVICE_ENDPOINT")
-        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml");
-    command
+        .env("CRI_CONFIG_FILE", "/nonexistent/crictl.yaml")
 }
 
 /// A run of `suites` on `target` with what the tests share: 2 cases at once, the default

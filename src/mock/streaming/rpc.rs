@@ -7,29 +7,7 @@ use crate::cri::v1;
 use crate::mock::error::RpcError;
 use crate::mock::Inner;
 
-use v1::ContainerState::ContainerRunning;
 use v1::PodSandboxState::SandboxReady;
-
-/// The running container `id` names, refused as containerd refuses Exec and Attach.
-pub(crate) fn running_container<'a>(
-    inner: &'a Inner,
-    id: &str,
-    not_found: impl FnOnce(String) -> RpcError,
-) -> Result<&'a crate::mock::state::Container, RpcError> {
-    let key = inner.state.find_container(id).map_err(|err| match err {
-        RpcError::ContainerNotFound { id } => not_found(id),
-        other => other,
-    })?;
-    let container = &inner.state.containers[key];
-    if container.status.state != ContainerRunning as i32 {
-        return Err(RpcError::StreamNotRunning {
-            id: container.status.id.clone(),
-            state: v1::ContainerState::try_from(container.status.state)
-                .map_or("CONTAINER_UNKNOWN", |s| s.as_str_name()),
-        });
-    }
-    Ok(container)
-}
 
 /// The kubelet streaming server's checks of the streams asked for.
 fn check_streams(method: &'static str, streams: Streams) -> Result<(), RpcError> {
@@ -48,7 +26,7 @@ pub(crate) fn exec(
     request: v1::ExecRequest,
 ) -> Result<v1::ExecResponse, RpcError> {
     const METHOD: &str = "Exec";
-    let container = running_container(inner, &request.container_id, |id| {
+    let container = inner.state.running_container(&request.container_id, |id| {
         RpcError::ExecContainerNotFound { id }
     })?;
     let mounts = container.mounts.clone();
@@ -77,7 +55,7 @@ pub(crate) fn attach(
     request: v1::AttachRequest,
 ) -> Result<v1::AttachResponse, RpcError> {
     const METHOD: &str = "Attach";
-    let container = running_container(inner, &request.container_id, |id| {
+    let container = inner.state.running_container(&request.container_id, |id| {
         RpcError::AttachContainerNotFound { id }
     })?;
     let process = &container.process;

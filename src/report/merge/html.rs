@@ -101,6 +101,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     Verdict::Known => 'k',
                     Verdict::Skipped => 's',
                     Verdict::Flaky => 'y',
+                    Verdict::Interrupted => 'i',
                 });
                 if cell.outcome != Verdict::Passed {
                     let message = strings.add(cell.message.as_deref());

@@ -32,6 +32,7 @@ struct NodeView<'a> {
     known: usize,
     skipped: usize,
     flaky: usize,
+    interrupted: usize,
     problems: &'a [String],
     cases: Vec<CellView<'a>>,
 }
@@ -90,6 +91,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                 known: node.count(Verdict::Known),
                 skipped: node.count(Verdict::Skipped),
                 flaky: node.count(Verdict::Flaky),
+                interrupted: node.count(Verdict::Interrupted),
                 problems: &node.problems,
                 cases: node
                     .cells

@@ -58,6 +58,12 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     status.set_message(message);
                     status
                 }
+                // As the run's own JUnit: not judged, so skipped rather than a red error.
+                Verdict::Interrupted => {
+                    let mut status = TestCaseStatus::skipped();
+                    status.set_message(format!("interrupted: {message}"));
+                    status
+                }
             };
             status.add_reruns(crate::report::junit_reruns(cell.outcome, &cell.failures));
             let (suite_name, case_name) = &merged.cases[at];

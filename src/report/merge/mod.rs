@@ -129,4 +129,63 @@ mod tests {
             assert!(std::fs::metadata(out.join(name)).unwrap().len() > 0);
         }
     }
+
+    #[test]
+    fn a_flaky_case_reads_back_and_shows_its_attempts_in_every_rendering() {
+        use crate::report::model::{AttemptFailure, CaseOutcome};
+        let mut reports = generate::node_reports(2, &generate::case_names(3));
+        let flaky = &mut reports[1].cases[1];
+        flaky.outcome = CaseOutcome::Flaky("flaky (1 of 4 failed)".into());
+        flaky.attempts = 4;
+        flaky.failures = vec![AttemptFailure {
+            attempt: 3,
+            verdict: Verdict::Failed,
+            reason: "lost the sandbox".into(),
+            clause: None,
+        }];
+        let merged = generate::merged(&reports);
+        assert_eq!(merged.count(Verdict::Flaky), 1);
+        assert_eq!(model::Totals::of(&merged).flaky, 1);
+        assert_eq!(merged.groups.iter().map(|g| g.flaky).sum::<usize>(), 1);
+        // A flaky case fails no node.
+        assert!(merged.groups.iter().all(|g| g.failing_cases.is_empty()));
+
+        let xml = junit::render(&merged).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let reruns: Vec<(&str, Option<&str>)> = doc
+            .descendants()
+            .filter(|n| n.tag_name().name().contains("lakyFailure"))
+            .map(|n| (n.tag_name().name(), n.attribute("message")))
+            .collect();
+        assert_eq!(
+            reruns,
+            [("flakyFailure", Some("attempt 3: lost the sandbox"))]
+        );
+        assert_eq!(doc.root_element().attribute("failures"), Some("0"));
+
+        let json: serde_json::Value =
+            serde_json::from_str(&json::render(&merged).unwrap()).unwrap();
+        assert_eq!(json["totals"]["flaky"], 1);
+        let cell = json["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|n| n["cases"].as_array().unwrap())
+            .find(|c| c["outcome"] == "flaky")
+            .unwrap();
+        assert_eq!(cell["attempts"], 4);
+        assert_eq!(
+            cell["message"],
+            "flaky (1 of 4 failed)\nattempt 3 failed: lost the sandbox"
+        );
+        assert_eq!(cell["failures"][0]["attempt"], 3);
+
+        let page = html::render(&merged).unwrap();
+        assert!(page.contains("attempt 3 failed: lost the sandbox"));
+        assert_eq!(
+            page.matches(r#""flaky":1"#).count(),
+            2,
+            "the totals and the group"
+        );
+    }
 }

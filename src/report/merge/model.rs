@@ -132,6 +132,9 @@ pub struct Group {
     pub skipped: usize,
     /// Cells that failed in some of their attempts only.
     pub flaky: usize,
+    /// Cells a signal cut short.
+    #[serde(default)]
+    pub interrupted: usize,
     /// Nodes with at least one failed case or a problem of the run.
     pub failing_nodes: usize,
     /// `suite/case` of each case that failed on some node of the group, with how many.
@@ -230,7 +233,7 @@ impl Merged {
             duplicates,
             unread: unread
                 .into_iter()
-                .map(|err| (err.path().to_owned(), crate::suite::step::error_chain(&err)))
+                .map(|err| (err.path().to_owned(), crate::errors::chain(&err)))
                 .collect(),
             changes: None,
         }
@@ -269,6 +272,9 @@ pub struct Totals {
     pub skipped: usize,
     /// Flaky cells.
     pub flaky: usize,
+    /// Cells a signal cut short.
+    #[serde(default)]
+    pub interrupted: usize,
 }
 
 impl Totals {
@@ -284,6 +290,7 @@ impl Totals {
             known: merged.count(Verdict::Known),
             skipped: merged.count(Verdict::Skipped),
             flaky: merged.count(Verdict::Flaky),
+            interrupted: merged.count(Verdict::Interrupted),
         }
     }
 }
@@ -342,6 +349,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
                 known: 0,
                 skipped: 0,
                 flaky: 0,
+                interrupted: 0,
                 failing_nodes: 0,
                 failing_cases: BTreeMap::new(),
             });
@@ -357,6 +365,7 @@ fn group(nodes: &[MergedNode], cases: &[(String, String)]) -> Vec<Group> {
         group.error += node.count(Verdict::Error);
         group.known += node.count(Verdict::Known);
         group.flaky += node.count(Verdict::Flaky);
+        group.interrupted += node.count(Verdict::Interrupted);
         if node.failing() > 0 || !node.problems.is_empty() {
             group.failing_nodes += 1;
         }
@@ -394,6 +403,7 @@ mod tests {
                 finding: "upstream#1".into(),
             },
             Verdict::Flaky => CaseOutcome::Flaky(reason),
+            Verdict::Interrupted => CaseOutcome::Interrupted(reason),
         }
     }
 

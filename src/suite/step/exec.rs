@@ -120,7 +120,7 @@ impl StreamExpect {
         let output = match result {
             Ok(output) => output,
             Err(err) => {
-                let text = redact(&chain(&err));
+                let text = redact(&crate::errors::chain(&err));
                 return match &self.failure {
                     Some(failure) => failure.check("failure", &text),
                     None => Err(mismatch("stream", "an exit", format!("a failure: {text}"))),
@@ -185,18 +185,6 @@ fn short(text: &str) -> String {
         Some((at, _)) => format!("{}... ({} bytes)", &text[..at], text.len()),
         None => text.to_owned(),
     }
-}
-
-/// An error with its sources, one clause each.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The resizes as the streaming client sends them.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::mock::control_api::AdvanceClockRequest;
+use crate::cri::control::AdvanceClockRequest;
 use crate::world::{control_failed, StepError, World};
 
 /// `mock_advance_clock`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, Kind, Scope, StepDef};
-use crate::mock::control_api::ExitContainerRequest;
+use crate::cri::control::ExitContainerRequest;
 use crate::world::{control_failed, StepError, World};
 
 /// `mock_exit_container`.

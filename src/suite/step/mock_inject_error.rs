@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{GrpcCode, Kind, Scope, StepDef};
-use crate::mock::control_api::InjectErrorRequest;
+use crate::cri::control::InjectErrorRequest;
 use crate::world::{control_failed, StepError, World};
 
 fn one() -> u32 {

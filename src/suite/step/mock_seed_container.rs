@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{busybox, is_busybox, is_default, is_true, yes, Kind, Scope, State, StepDef};
+use crate::cri::control::SeedContainerRequest;
 use crate::cri::v1;
 use crate::images;
 use crate::manager::ContainerState;
-use crate::mock::control_api::SeedContainerRequest;
 use crate::world::{control_failed, seed_time, ContainerRef, StepError, World};
 
 fn running() -> State {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, is_true, yes, Kind, SandboxState, Scope, StepDef};
+use crate::cri::control::SeedPodSandboxRequest;
 use crate::cri::{namespace_options, v1};
-use crate::mock::control_api::SeedPodSandboxRequest;
 use crate::world::{control_failed, seed_time, SandboxRef, StepError, World};
 
 /// `mock_seed_sandbox`.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
-use crate::mock::control_api::SetClockRequest;
+use crate::cri::control::SetClockRequest;
 use crate::world::{control_failed, StepError, World};
 
 /// `mock_set_clock`.

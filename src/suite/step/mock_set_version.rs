@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Kind, Scope, StepDef};
+use crate::cri::control::SetVersionRequest;
 use crate::cri::v1;
-use crate::mock::control_api::SetVersionRequest;
 use crate::world::{control_failed, StepError, World};
 
 /// `mock_set_version` (defaults: the mock's own answer).

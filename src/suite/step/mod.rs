@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use check_network::NetworkState;
-pub(crate) use exec::chain as error_chain;
 pub(crate) use fields::{busybox, is_busybox, is_default, is_true, yes};
 pub use fields::{
     check_call, check_error, Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State,

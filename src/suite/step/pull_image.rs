@@ -144,11 +144,12 @@ impl PullCheck {
             return Ok(());
         }
         let had = world.runtime.image_status(&pulled).await?.is_some();
-        let id = client.pull_image(&pulled).await?;
         if !had {
-            // The run removes it at its end should the case fail before it does.
+            // The run removes it at its end should the case fail (or be cut short, the pull
+            // still finishing on the runtime) before it does.
             world.note_pulled(&pulled);
         }
+        let id = client.pull_image(&pulled).await?;
         let Some(status) = world.runtime.image_status(&pulled).await? else {
             return Err(mismatch(
                 format!("{} after the pull", self.image),

@@ -157,16 +157,7 @@ pub struct GcError {
 fn describe(errors: &[GcPhaseError]) -> String {
     errors
         .iter()
-        .map(|err| {
-            let mut text = err.to_string();
-            let mut source = std::error::Error::source(err);
-            while let Some(cause) = source {
-                text.push_str(": ");
-                text.push_str(&cause.to_string());
-                source = cause.source();
-            }
-            text
-        })
+        .map(|err| crate::errors::chain(err))
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -18,15 +18,15 @@ use rstest::rstest;
 use tonic::transport::Channel;
 
 use super::{GcLogDirs, GcPolicy, GcScope, PodStateOracle};
+use crate::cri::control::mock_control_client::MockControlClient;
+use crate::cri::control::{
+    InjectErrorRequest, SeedContainerRequest, SeedPodSandboxRequest, SeedRequest,
+};
 use crate::cri::labels::{
     CONTAINER_NAME, POD_NAME, POD_NAMESPACE, POD_TERMINATION_GRACE_PERIOD, POD_UID,
 };
 use crate::cri::{v1, CallLog};
 use crate::manager::{KubeGenericRuntimeManager, NoopNetworkPlugin};
-use crate::mock::control_api::mock_control_client::MockControlClient;
-use crate::mock::control_api::{
-    InjectErrorRequest, SeedContainerRequest, SeedPodSandboxRequest, SeedRequest,
-};
 use crate::mock::MockRuntime;
 
 use v1::ContainerState::{

@@ -197,7 +197,7 @@ async fn node(world: &World) -> Result<Place, StepError> {
         .and_then(|e| e.unix_path().map(ToOwned::to_owned));
     match endpoint {
         Some(socket) => netns::node_of(&socket).map_err(|err| {
-            StepError::Unsupported(format!("connect: {}", super::exec::chain(&err)))
+            StepError::Unsupported(format!("connect: {}", crate::errors::chain(&err)))
         }),
         // A runtime over TCP is on another machine or here; its namespace cannot be learnt.
         None => Ok(Place::Here),
@@ -239,7 +239,7 @@ async fn origin(world: &World, from: Option<&ConnectFrom>) -> Result<Place, Step
         StepError::Unsupported(format!(
             "connect from {}: {}",
             from.sandbox,
-            super::exec::chain(&err)
+            crate::errors::chain(&err)
         ))
     })
 }
@@ -254,7 +254,9 @@ async fn try_once(
     let handshake = budget.min(HANDSHAKE);
     let connected = netns::connect(place, addr, handshake)
         .await
-        .map_err(|err| StepError::Unsupported(format!("connect: {}", super::exec::chain(&err))))?;
+        .map_err(|err| {
+            StepError::Unsupported(format!("connect: {}", crate::errors::chain(&err)))
+        })?;
     let mut stream = match connected {
         Ok(stream) => stream,
         Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => return Ok(Try::Refused),
