@@ -28,6 +28,7 @@ fn expected_cells(plan: &Plan) -> serde_json::Map<String, serde_json::Value> {
                         "known" => "k",
                         "skipped" => "s",
                         "flaky" => "y",
+                        "interrupted" => "i",
                         other => panic!("{other}"),
                     },
                 };
@@ -35,7 +36,7 @@ fn expected_cells(plan: &Plan) -> serde_json::Map<String, serde_json::Value> {
             }
         }
     }
-    ["p", "f", "w", "e", "k", "s", "y", "m"]
+    ["p", "f", "w", "e", "k", "s", "y", "i", "m"]
         .iter()
         .map(|k| (k.to_string(), json!(counts.get(k).copied().unwrap_or(0))))
         .collect()
@@ -77,7 +78,7 @@ async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_ch
     let counts = cdp
         .eval(
             "(() => { const g = document.getElementById('grid'); const n = (s) => g.querySelectorAll(s).length;
-               const cells = {}; for (const k of ['p', 'f', 'w', 'e', 'k', 's', 'y', 'm']) cells[k] = n('td.' + k);
+               const cells = {}; for (const k of ['p', 'f', 'w', 'e', 'k', 's', 'y', 'i', 'm']) cells[k] = n('td.' + k);
                return {cells, rows: n('tbody tr[data-case]'), lanes: n('tbody tr.lane'), nights: n('thead th.night'),
                        failing: document.querySelectorAll('#failing tbody tr').length,
                        flakes: document.querySelectorAll('#flakes tbody tr').length,

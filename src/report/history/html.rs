@@ -37,7 +37,7 @@ struct LaneData<'a> {
     runtimes: &'a [String],
     cases: Vec<&'a str>,
     /// Per case, one letter per night: `p`assed, `f`ailed, `w`arning, `e`rror, `k`nown,
-    /// `s`kipped, fla`y`, `-` not run.
+    /// `s`kipped, fla`y`, `i`nterrupted, `-` not run.
     cells: Vec<String>,
     /// `[case, night, message]` of each cell with a message.
     notes: Vec<[u32; 3]>,
@@ -53,6 +53,7 @@ pub fn letter(verdict: Verdict) -> char {
         Verdict::Known => 'k',
         Verdict::Skipped => 's',
         Verdict::Flaky => 'y',
+        Verdict::Interrupted => 'i',
     }
 }
 

@@ -4,8 +4,8 @@
 //! A night counts as a flake of a case when the case was flaky that night (it failed and
 //! passed within the run), or when its verdict flipped between passing and failing against
 //! both neighbours: a failure between two passing nights, or a pass between two failing ones.
-//! Neighbours are the nearest nights on which the case ran; nights it was skipped or absent
-//! are passed over. The rate is flakes over the nights the case ran.
+//! Neighbours are the nearest nights on which the case ran; nights it was skipped, interrupted
+//! or absent are passed over. The rate is flakes over the nights the case ran.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,8 +19,8 @@ use crate::report::model::Verdict;
 pub const FLAKE_DEFINITION: &str = "A night counts as a flake of a case when the case was flaky that night \
 (it failed and passed within the run), or when its verdict flipped between passing and failing against \
 both neighbouring nights: a failure between two passing nights, or a pass between two failing ones. \
-Neighbours are the nearest nights on which the case ran; nights it was skipped or absent are passed over. \
-Flake rate = flakes / nights the case ran (not skipped).";
+Neighbours are the nearest nights on which the case ran; nights it was skipped, interrupted or absent are \
+passed over. Flake rate = flakes / nights the case ran (not skipped or interrupted).";
 
 /// How the nights were ordered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -142,7 +142,8 @@ fn class(verdict: Verdict) -> Class {
         Verdict::Passed | Verdict::Warning => Class::Pass,
         Verdict::Failed | Verdict::Error => Class::Fail,
         Verdict::Known => Class::Other,
-        Verdict::Skipped => Class::NotRun,
+        // A signal cut it short: no evidence either way, like a skip.
+        Verdict::Skipped | Verdict::Interrupted => Class::NotRun,
         Verdict::Flaky => Class::Flaky,
     }
 }
@@ -320,6 +321,7 @@ mod tests {
                     'k' => Verdict::Known,
                     's' => Verdict::Skipped,
                     'y' => Verdict::Flaky,
+                    'i' => Verdict::Interrupted,
                     _ => return None,
                 };
                 Some(Cell {
@@ -337,6 +339,7 @@ mod tests {
     #[case::skips_and_gaps_pass_over("pf-sf", Some((1, 2)))]
     #[case::a_known_failure_ends_the_streak("fkf", Some((2, 1)))]
     #[case::a_flaky_night_ends_the_streak("fyff", Some((2, 2)))]
+    #[case::an_interrupted_night_passes_over("fif", Some((0, 2)))]
     #[case::absent_now("pf-", None)]
     #[case::no_nights("", None)]
     fn a_streak_starts_at_the_first_failure_after_the_last_non_failure(
