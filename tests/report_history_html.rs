@@ -111,13 +111,7 @@ async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_ch
         (&json!("f"), &json!(true)),
         "{spot}"
     );
-    for kind in ["mousePressed", "mouseReleased"] {
-        cdp.call(
-            "Input.dispatchMouseEvent",
-            json!({"type": kind, "x": spot["x"], "y": spot["y"], "button": "left", "clickCount": 1}),
-        )
-        .await;
-    }
+    cdp.click(&spot).await;
     let shown = cdp
         .eval(
             "(() => { const d = document.getElementById('detail');
@@ -157,4 +151,152 @@ async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_ch
             .await,
         json!(0)
     );
+}
+
+/// The nightly matrix CI writes: one night of the mock and both containerd lanes with both
+/// runtimes' bench figures, as `report history` draws it. The expected counts come from the
+/// night's own reports: every case of every lane has its cell, each runtime that was
+/// benchmarked has its charts with one point per operation, a clickable cell opens its
+/// message, and nothing is fetched. CI's matrix stage runs it, with `--ignored`, on the
+/// reports it has just written; there is no such night anywhere else.
+#[tokio::test]
+#[ignore = "run by CI's matrix stage on the night it wrote (CRIH_MATRIX_NIGHT, CRIH_MATRIX_PAGE)"]
+async fn the_ci_matrix_page() {
+    use cri_harness::report::model::Verdict;
+
+    let night = std::path::PathBuf::from(support::need::env(
+        "CRIH_MATRIX_NIGHT",
+        "the night CI's matrix stage wrote",
+    ));
+    let page = support::need::env("CRIH_MATRIX_PAGE", "the history page of that night");
+    let binary = chromium();
+    // What the night holds: run reports (one lane each) and bench reports.
+    let mut cells = std::collections::BTreeMap::<&str, u64>::new();
+    let (mut lanes, mut cases, mut benches) = (0, 0, 0);
+    let mut charted = std::collections::BTreeSet::new();
+    let mut files: Vec<_> = walk(&night);
+    files.sort();
+    for path in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+    {
+        let text = std::fs::read_to_string(path).unwrap();
+        if let Ok(report) = cri_harness::report::merge::read::parse(&text) {
+            lanes += 1;
+            for case in &report.cases {
+                cases += 1;
+                let class = match case.outcome.verdict() {
+                    Verdict::Passed => "p",
+                    Verdict::Failed => "f",
+                    Verdict::Warning => "w",
+                    Verdict::Error => "e",
+                    Verdict::Known => "k",
+                    Verdict::Skipped => "s",
+                    Verdict::Flaky => "y",
+                    Verdict::Interrupted => "i",
+                };
+                *cells.entry(class).or_default() += 1;
+            }
+        } else if let Ok(bench) = serde_json::from_str::<cri_harness::bench::Report>(&text) {
+            benches += 1;
+            // One chart per runtime (as the page labels it), benchmark and operation.
+            let runtime = cri_harness::report::history::read::bench_runtime(&bench);
+            for b in &bench.benchmarks {
+                for op in b.operations.iter().filter(|op| !op.samples_ms.is_empty()) {
+                    charted.insert((runtime.clone(), b.name.clone(), op.name.clone()));
+                }
+            }
+        }
+    }
+    let runtimes = charted
+        .iter()
+        .map(|(runtime, ..)| runtime)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let operations = charted.len();
+    assert_eq!(
+        (lanes, benches),
+        (3, 2),
+        "the mock and both containerd lanes, and both containerd benches"
+    );
+    let expected: serde_json::Map<String, serde_json::Value> =
+        ["p", "f", "w", "e", "k", "s", "y", "i"]
+            .iter()
+            .map(|k| (k.to_string(), json!(cells.get(k).copied().unwrap_or(0))))
+            .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_child, mut cdp) = open_browser(&binary, &dir.path().join("profile")).await;
+    cdp.call("Page.navigate", json!({"url": format!("file://{page}")}))
+        .await;
+    cdp.wait_event("Page.loadEventFired").await;
+    let counts = cdp
+        .eval(
+            "(() => { const g = document.getElementById('grid'); const n = (s) => g.querySelectorAll(s).length;
+               const cells = {}; for (const k of ['p', 'f', 'w', 'e', 'k', 's', 'y', 'i']) cells[k] = n('td.' + k);
+               return {cells, rows: n('tbody tr[data-case]'), lanes: n('tbody tr.lane'), nights: n('thead th.night')}; })()",
+        )
+        .await;
+    assert_eq!(
+        counts,
+        json!({"cells": expected, "rows": cases, "lanes": lanes, "nights": 1})
+    );
+    let charts = cdp
+        .eval(
+            "(() => { const figs = [...document.querySelectorAll('#bench figure')];
+               const points = (q) => [...new Set(figs.map((f) => f.querySelector('polyline.' + q).points.numberOfItems))];
+               return {runtimes: document.querySelectorAll('#bench h3').length, figures: figs.length,
+                       p50: points('p50'), p95: points('p95')}; })()",
+        )
+        .await;
+    assert_eq!(
+        charts,
+        json!({"runtimes": runtimes, "figures": operations, "p50": [1], "p95": [1]})
+    );
+    // The first cell that opens a message (a known finding, a skip, a failure...), clicked with
+    // a real mouse event at its centre.
+    let spot = cdp
+        .eval(
+            "(() => { const td = [...document.querySelectorAll('#grid tbody td')]
+                 .find((td) => ['f', 'w', 'e', 'k', 's', 'y', 'i'].includes(td.classList[0]));
+               if (!td) return null; td.scrollIntoView({block: 'center', inline: 'center'});
+               const r = td.getBoundingClientRect(); const x = r.x + r.width / 2, y = r.y + r.height / 2;
+               return {x, y, hit: document.elementFromPoint(x, y) === td}; })()",
+        )
+        .await;
+    assert_eq!(
+        spot["hit"],
+        json!(true),
+        "no clickable cell was hit: {spot}"
+    );
+    cdp.click(&spot).await;
+    let shown = cdp
+        .eval(
+            "(() => { const d = document.getElementById('detail');
+               return {visible: !d.hidden && d.getBoundingClientRect().height > 0,
+                       message: document.getElementById('detail-message').textContent.length > 0}; })()",
+        )
+        .await;
+    assert_eq!(shown, json!({"visible": true, "message": true}));
+    let errors = cdp.errors();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(
+        cdp.eval("performance.getEntriesByType('resource').length")
+            .await,
+        json!(0)
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -109,13 +109,7 @@ async fn the_merged_page_loads_cleanly_shows_every_cell_and_opens_a_failure() {
         spot["hit"], true,
         "the cell is on top at its centre: {spot}"
     );
-    for kind in ["mousePressed", "mouseReleased"] {
-        cdp.call(
-            "Input.dispatchMouseEvent",
-            json!({"type": kind, "x": spot["x"], "y": spot["y"], "button": "left", "clickCount": 1}),
-        )
-        .await;
-    }
+    cdp.click(&spot).await;
     let shown = cdp
         .eval(
             "(() => { const d = document.getElementById('detail'); const s = getComputedStyle(d);

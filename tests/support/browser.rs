@@ -80,6 +80,17 @@ impl Cdp {
         }
     }
 
+    /// A left click with real mouse events at `spot`'s `x` and `y` (page coordinates).
+    pub async fn click(&mut self, spot: &Value) {
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                serde_json::json!({"type": kind, "x": spot["x"], "y": spot["y"], "button": "left", "clickCount": 1}),
+            )
+            .await;
+        }
+    }
+
     pub async fn eval(&mut self, expression: &str) -> Value {
         let result = self
             .call(
