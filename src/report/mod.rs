@@ -11,8 +11,10 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, T
 use self::model::{AttemptFailure, CaseOutcome, CaseReport, RunReport, SnapshotStatus, Verdict};
 
 pub mod attempts;
+pub mod bench;
 pub mod diff;
 pub mod history;
+pub mod latency;
 pub mod merge;
 pub mod model;
 pub mod node;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::bench;
+use crate::report::bench;
 use crate::report::diff;
 use crate::report::merge::model::runtime_label;
 use crate::report::merge::read::{self as report_read, ReadError};

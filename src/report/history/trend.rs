@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::read::Night;
 use super::stats::{mann_whitney, median, scaled_mad};
-use crate::bench::percentile;
+use crate::report::latency::percentile;
 
 /// How many preceding nights the latest is compared with, at most.
 pub const HISTORY_NIGHTS: usize = 14;
