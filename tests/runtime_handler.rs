@@ -160,7 +160,8 @@ async fn a_handler_that_cannot_run_pods_fails_each_case_in_its_words_and_the_def
         .collect::<Vec<_>>()
         .join("\n");
     assert!(
-        reasons.contains("cleanup left 1 objects on the runtime: sandbox"),
+        reasons.contains("cleanup left 1 objects on the runtime after ")
+            && reasons.contains(" s: sandbox "),
         "the leak report names the sandbox: {reasons}"
     );
 

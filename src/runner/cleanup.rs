@@ -103,11 +103,19 @@ impl Default for Settle {
     }
 }
 
+/// The bound of a sweep after a case whose steps all returned: no call of its own is in
+/// flight, so a removal the runtime keeps refusing is more likely a lasting failure (a handler
+/// that cannot tear down what it half made) than a transition, and the case should not spend
+/// [`SETTLE_BOUND`] on it. A few rounds with backoff still ride out a short transition.
+pub const RETURNED_BOUND: Duration = Duration::from_secs(5);
+
 impl Settle {
     /// The pacing after a case whose steps all returned, with nothing cut short: its own
-    /// calls are answered, so the confirming listing follows at once.
+    /// calls are answered, so the confirming listing follows at once, and the sweep keeps at
+    /// a refused removal for [`RETURNED_BOUND`] only.
     pub fn after_returned_steps() -> Self {
         Self {
+            bound: RETURNED_BOUND,
             quiet: Duration::ZERO,
             ..Self::default()
         }
