@@ -62,6 +62,20 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its letter in the report pages' grids (and their CSS classes).
+    pub fn letter(self) -> char {
+        match self {
+            Verdict::Passed => 'p',
+            Verdict::Failed => 'f',
+            Verdict::Warning => 'w',
+            Verdict::Error => 'e',
+            Verdict::Known => 'k',
+            Verdict::Skipped => 's',
+            Verdict::Flaky => 'y',
+            Verdict::Interrupted => 'i',
+        }
+    }
+
     /// True when the case fails its run (failed or error).
     pub fn fails(self) -> bool {
         matches!(self, Verdict::Failed | Verdict::Error)

@@ -8,7 +8,6 @@ use serde::Serialize;
 use super::model::{Failing, Flake, History, NightInfo, Order, FLAKE_DEFINITION};
 use super::trend::{self, Series};
 use crate::report::merge::html::script_safe;
-use crate::report::model::Verdict;
 use crate::report::ReportError;
 
 const PAGE: &str = include_str!("page.html");
@@ -41,20 +40,6 @@ struct LaneData<'a> {
     cells: Vec<String>,
     /// `[case, night, message]` of each cell with a message.
     notes: Vec<[u32; 3]>,
-}
-
-/// A verdict's letter in the grid.
-pub fn letter(verdict: Verdict) -> char {
-    match verdict {
-        Verdict::Passed => 'p',
-        Verdict::Failed => 'f',
-        Verdict::Warning => 'w',
-        Verdict::Error => 'e',
-        Verdict::Known => 'k',
-        Verdict::Skipped => 's',
-        Verdict::Flaky => 'y',
-        Verdict::Interrupted => 'i',
-    }
 }
 
 /// The slowdown check in words, as the page states it.
@@ -96,7 +81,7 @@ pub fn render(history: &History) -> Result<String, ReportError> {
                                     let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
                                     notes.push([at(case), at(night), message]);
                                 }
-                                letter(cell.verdict)
+                                cell.verdict.letter()
                             }
                         })
                         .collect()

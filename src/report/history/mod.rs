@@ -23,33 +23,9 @@ pub const PAGE: &str = "index.html";
 /// Reads every night (on all cores: at a thousand nights the reading is most of the work) and
 /// builds the history. A night that cannot be read stops it: a gap would mislead streaks.
 pub fn read_all(dirs: &[PathBuf]) -> Result<History, ReadError> {
-    let threads = std::thread::available_parallelism()
-        .map(usize::from)
-        .unwrap_or(1)
-        .clamp(1, 8);
-    let chunk = dirs.len().div_ceil(threads).max(1);
-    let nights: Vec<Result<read::Night, ReadError>> = std::thread::scope(|s| {
-        let workers: Vec<_> = dirs
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|d| read::night(d)).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .zip(dirs.chunks(chunk))
-            .flat_map(|(worker, part)| {
-                // A worker only panics on a bug; its nights then fail to read, not vanish.
-                worker.join().unwrap_or_else(|_| {
-                    part.iter()
-                        .map(|path| {
-                            Err(ReadError::NoReport {
-                                path: path.clone(),
-                                source: None,
-                            })
-                        })
-                        .collect()
-                })
-            })
-            .collect()
+    let nights = super::read_in_parallel(dirs, read::night, |path| ReadError::NoReport {
+        path: path.to_owned(),
+        source: None,
     });
     Ok(model::build(nights.into_iter().collect::<Result<_, _>>()?))
 }

@@ -93,16 +93,7 @@ pub fn render(merged: &Merged) -> Result<String, ReportError> {
                     cells.push('-');
                     continue;
                 };
-                cells.push(match cell.outcome {
-                    Verdict::Passed => 'p',
-                    Verdict::Failed => 'f',
-                    Verdict::Warning => 'w',
-                    Verdict::Error => 'e',
-                    Verdict::Known => 'k',
-                    Verdict::Skipped => 's',
-                    Verdict::Flaky => 'y',
-                    Verdict::Interrupted => 'i',
-                });
+                cells.push(cell.outcome.letter());
                 if cell.outcome != Verdict::Passed {
                     let message = strings.add(cell.message.as_deref());
                     let diff = strings.add(cell.diff.as_deref());

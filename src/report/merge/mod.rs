@@ -14,7 +14,6 @@ pub mod read;
 pub use model::Merged;
 pub use read::ReadError;
 
-use super::model::RunReport;
 use super::ReportError;
 
 /// The outputs a merge writes, in order: JUnit, JSON, HTML.
@@ -25,40 +24,14 @@ pub const OUTPUTS: [&str; 3] = ["junit.xml", "merged.json", "index.html"];
 /// reading is most of the work.
 pub fn read_all(inputs: &[PathBuf]) -> Merged {
     let (files, mut unread) = read::files(inputs);
-    let threads = std::thread::available_parallelism()
-        .map(usize::from)
-        .unwrap_or(1)
-        .clamp(1, 8);
-    let chunk = files.len().div_ceil(threads).max(1);
-    let results: Vec<Result<(PathBuf, RunReport), ReadError>> = std::thread::scope(|s| {
-        let workers: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|path| read::read(path).map(|r| (path.clone(), r)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            // A worker only panics on a bug; its files then count as unread, not lost silently.
-            .zip(files.chunks(chunk))
-            .flat_map(|(worker, part)| {
-                worker.join().unwrap_or_else(|_| {
-                    part.iter()
-                        .map(|path| {
-                            Err(ReadError::NoReport {
-                                path: path.clone(),
-                                source: None,
-                            })
-                        })
-                        .collect()
-                })
-            })
-            .collect()
-    });
+    let results = super::read_in_parallel(
+        &files,
+        |path| read::read(path).map(|r| (path.to_owned(), r)),
+        |path| ReadError::NoReport {
+            path: path.to_owned(),
+            source: None,
+        },
+    );
     let mut reports = Vec::with_capacity(results.len());
     for result in results {
         match result {
