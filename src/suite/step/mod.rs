@@ -429,6 +429,7 @@ pub mod wait_container;
 // mock only: need `needs: [mock_control]`
 pub mod mock_advance_clock;
 pub mod mock_exit_container;
+pub mod mock_hold_call;
 pub mod mock_inject_error;
 pub mod mock_seed_container;
 pub mod mock_seed_sandbox;
