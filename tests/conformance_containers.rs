@@ -180,10 +180,7 @@ async fn a_wrong_expectation_fails_naming_the_field(#[case] steps: &str, #[case]
 }
 
 #[rstest]
-#[case::prefix_without_id(
-    "      - list_sandboxes: {id_prefix: 12}\n",
-    "id_prefix: give `id` too"
-)]
+#[case::prefix_without_id("      - list_sandboxes: {id_prefix: 12}\n", "`id_prefix` needs `id`")]
 #[case::whole_id_as_prefix(
     "      - run_sandbox: {as: sb, pod: web}\n      - sandbox_status: {sandbox: sb, id_prefix: 64}\n",
     "id_prefix: 64 characters is the whole id"
@@ -194,7 +191,7 @@ async fn a_wrong_expectation_fails_naming_the_field(#[case] steps: &str, #[case]
 )]
 #[case::log_check_without_lines(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - check_log: {container: app, expect: {lines: []}}\n",
-    "expect.lines: name at least one line"
+    "`expect.lines` is empty: name at least one line"
 )]
 #[case::unbounded_wait(
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - wait_container: {container: app, state: exited, within_ms: 0}\n",

@@ -11,7 +11,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::step::{Kind, Scope, Step};
+use super::step::{CheckError, Kind, Scope, Step};
 use super::{yaml, Case, Need, PodIdentity, ReadProblem, Suite, SuiteError, EMBEDDED};
 use crate::manager::KubeletProfile;
 
@@ -304,9 +304,11 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
                 format!("case `{}`: step {}: {message}", case.name, index + 1),
             )
         })?;
-        case.mentioned_pods = check_case(&case).map_err(|(index, message)| {
-            let at = index.map_or((case.line, case.column), |i| case.step_position(i));
-            invalid(at, format!("case `{}`: {message}", case.name))
+        case.mentioned_pods = check_case(&case).map_err(|err| {
+            let at = err
+                .step()
+                .map_or((case.line, case.column), |i| case.step_position(i));
+            invalid(at, format!("case `{}`: {err}", case.name))
         })?;
         check_clauses(&case, clause_at)
             .map_err(|(at, message)| invalid(at, format!("case `{}`: {message}", case.name)))?;
@@ -371,50 +373,79 @@ fn read_files(case: &mut Case, file: &str, embedded: bool) -> Result<(), (usize,
     Ok(())
 }
 
+/// Why a case fails the loader's checks; the message follows "case `NAME`: ".
+#[derive(Debug, thiserror::Error)]
+enum CaseError {
+    /// A step fails its own check.
+    #[error("step {} `{name}`: {error}", .index + 1)]
+    Step {
+        /// The step's index.
+        index: usize,
+        /// The step's name.
+        name: &'static str,
+        /// Why.
+        error: CheckError,
+    },
+    /// A mock-only step in a case without `needs: [mock_control]`.
+    #[error(
+        "step {} `{name}`: needs the mock's control service; add `needs: [mock_control]` to the case",
+        .index + 1
+    )]
+    Unmarked {
+        /// The step's index.
+        index: usize,
+        /// The step's name.
+        name: &'static str,
+    },
+    /// A pod alias of the case's `pods:` that cannot name a pod.
+    #[error("pods: {0}")]
+    Pod(CheckError),
+    /// No step makes an expectation of the target.
+    #[error("has no manager call and no checking step, so it checks nothing")]
+    ChecksNothing,
+    /// The mock's control service and a need the mock cannot meet.
+    #[error(
+        "needs both mock_control and {0}, which no target has: the mock runs no process and reaches no registry"
+    )]
+    NoTarget(Need),
+}
+
+impl CaseError {
+    /// The index of the step the error is about, if it is about one.
+    fn step(&self) -> Option<usize> {
+        match self {
+            CaseError::Step { index, .. } | CaseError::Unmarked { index, .. } => Some(*index),
+            CaseError::Pod(_) | CaseError::ChecksNothing | CaseError::NoTarget(_) => None,
+        }
+    }
+}
+
 /// Checks what serde cannot: each step against the case so far (aliases defined before use and
 /// not twice, pods named validly), mock-only steps marked, at least one manager call or checking
-/// step, needs that some target can meet. Gives the
-/// pod aliases the case names; the error carries the step index when there is one.
-fn check_case(case: &Case) -> Result<BTreeSet<String>, (Option<usize>, String)> {
+/// step, needs that some target can meet. Gives the pod aliases the case names.
+fn check_case(case: &Case) -> Result<BTreeSet<String>, CaseError> {
     let mut scope = Scope::default();
     for (index, step) in case.steps.iter().enumerate() {
-        let at = |message: String| {
-            (
-                Some(index),
-                format!("step {} `{}`: {message}", index + 1, step.name()),
-            )
-        };
+        let name = step.name();
         if step.kind() == Kind::MockControl && !case.needs_mock_control() {
-            return Err(at(
-                "needs the mock's control service; add `needs: [mock_control]` to the case"
-                    .to_owned(),
-            ));
+            return Err(CaseError::Unmarked { index, name });
         }
-        step.check(&mut scope).map_err(at)?;
+        step.check(&mut scope)
+            .map_err(|error| CaseError::Step { index, name, error })?;
     }
     for alias in case.pods.keys() {
-        scope
-            .pod(alias)
-            .map_err(|message| (None, format!("pods: {message}")))?;
+        scope.pod(alias).map_err(CaseError::Pod)?;
     }
     if !case
         .steps
         .iter()
         .any(|step| matches!(step.kind(), Kind::Manager | Kind::Check))
     {
-        return Err((
-            None,
-            "has no manager call and no checking step, so it checks nothing".to_owned(),
-        ));
+        return Err(CaseError::ChecksNothing);
     }
     for need in [Need::Process, Need::Online] {
         if case.needs_mock_control() && case.needs(need) {
-            return Err((
-                None,
-                format!(
-                    "needs both mock_control and {need}, which no target has: the mock runs no process and reaches no registry"
-                ),
-            ));
+            return Err(CaseError::NoTarget(need));
         }
     }
     Ok(scope.pods)
@@ -425,7 +456,7 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-    use crate::suite::step::{GrpcCode, KillPod, RunSandbox};
+    use crate::suite::step::{Defined, GrpcCode, KillPod, RunSandbox, StopSandbox};
 
     const GOOD: &str = "\
 suite: demo
@@ -508,6 +539,30 @@ cases:
         assert_eq!(case.step_lines, vec![5, 6, 6]);
         assert_eq!(case.step_columns, vec![13, 7, 26]);
         assert_eq!(case.step_position(2), (6, 26));
+    }
+
+    #[test]
+    fn a_steps_check_error_reaches_the_loader_typed_with_its_index() {
+        let mut case = parse("s.yaml", GOOD).unwrap().cases.remove(0);
+        case.steps
+            .insert(1, Step::StopSandbox(StopSandbox("gone".to_owned())));
+        let err = check_case(&case).unwrap_err();
+        assert_eq!(err.step(), Some(1));
+        let CaseError::Step { name, error, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(*name, "stop_sandbox");
+        assert_eq!(
+            *error,
+            CheckError::UnknownAlias {
+                alias: "gone".to_owned(),
+                defined: Defined::Sandboxes(vec!["old".to_owned()]),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "step 2 `stop_sandbox`: unknown sandbox alias `gone`; defined so far: `old`"
+        );
     }
 
     fn parse_err(text: &str) -> String {

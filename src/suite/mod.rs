@@ -18,7 +18,7 @@ pub use crate::world::PodIdentity;
 use crate::manager::KubeletProfile;
 pub use embedded::EMBEDDED;
 pub use load::{load, load_dir, load_embedded, load_file, parse, Loaded};
-pub use step::Step;
+pub use step::{CheckError, Step};
 pub use yaml::{MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_FILE_BYTES};
 
 /// A suite: cases that check one documented behaviour.

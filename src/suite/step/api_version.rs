@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::version::VersionExpect;
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `api_version`.
@@ -24,7 +24,7 @@ impl StepDef for ApiVersion {
         super::fields_of::<VersionExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::exec::{
     check_stream_fields, converse, default_within, is_default_within, sizes, Size, StreamExpect,
 };
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::streaming::remote_command::RemoteCommandInput;
 use crate::world::{StepError, World};
@@ -53,10 +53,13 @@ impl StepDef for Attach {
         super::fields_of::<StreamExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         if self.detach_on.as_deref() == Some("") {
-            return Err("`detach_on` is empty: it would leave before anything arrived".to_owned());
+            return Err(CheckError::empty(
+                "detach_on",
+                "it would leave before anything arrived",
+            ));
         }
         check_stream_fields(self.tty, &self.resize, self.within_ms, &self.expect, scope)
     }
@@ -107,7 +110,7 @@ mod tests {
         match error {
             None => assert_eq!(result, Ok(())),
             Some(part) => {
-                let message = result.unwrap_err();
+                let message = result.unwrap_err().to_string();
                 assert!(message.contains(part), "{message}");
             }
         }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::CallError;
 use crate::world::{StepError, World};
 
@@ -64,7 +64,7 @@ impl StepDef for CallUnknownId {
         super::fields_of::<CallUnknownIdExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())
     }
 

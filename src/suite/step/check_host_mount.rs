@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::create_container::is_inner_path;
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, PathRule, Scope, StepDef};
 use crate::host::mounts as host;
 use crate::world::{mismatch, StepError, World};
 
@@ -57,24 +57,27 @@ impl StepDef for CheckHostMount {
         super::fields_of::<HostMountExpect>()
     }
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         if !is_inner_path(&self.path) {
-            return Err(format!(
-                "`path` {:?} must be relative and stay under the case's host directory",
-                self.path
+            return Err(CheckError::path(
+                "path",
+                &self.path,
+                PathRule::Inside("the case's host directory"),
             ));
         }
         if let Some(file) = self.expect.file.as_deref().filter(|f| !is_inner_path(f)) {
-            return Err(format!(
-                "`expect.file` {file:?} must be relative and stay under `path`"
+            return Err(CheckError::path(
+                "expect.file",
+                file,
+                PathRule::Inside("`path`"),
             ));
         }
         let mount_facts = self.expect.fs_type.is_some() || self.expect.propagation.is_some();
         if self.expect.mount_point == Some(false) && mount_facts {
-            return Err(
-                "`expect` cannot want the type or propagation of a path that is no mount point"
-                    .to_owned(),
-            );
+            return Err(CheckError::rule(
+                "",
+                "`expect` cannot want the type or propagation of a path that is no mount point",
+            ));
         }
         Ok(())
     }
@@ -158,8 +161,8 @@ mod tests {
         "{path: src, expect: {fs_type: tmpfs, propagation: shared, file: flag, empty: false}}",
         None
     )]
-    #[case::outside("{path: ../x}", Some("stay under the case's host directory"))]
-    #[case::file_outside("{path: a, expect: {file: /etc/passwd}}", Some("stay under `path`"))]
+    #[case::outside("{path: ../x}", Some("stay inside the case's host directory"))]
+    #[case::file_outside("{path: a, expect: {file: /etc/passwd}}", Some("stay inside `path`"))]
     #[case::type_of_no_mount(
         "{path: a, expect: {mount_point: false, fs_type: tmpfs}}",
         Some("no mount point")
@@ -171,7 +174,7 @@ mod tests {
         let step: CheckHostMount = serde_saphyr::from_str(yaml).unwrap();
         match (step.check(&mut Scope::default()), refusal) {
             (Ok(()), None) => {}
-            (Err(message), Some(why)) => assert!(message.contains(why), "{message}"),
+            (Err(err), Some(why)) => assert!(err.to_string().contains(why), "{err}"),
             (outcome, _) => panic!("{yaml}: {outcome:?}"),
         }
     }

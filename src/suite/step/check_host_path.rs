@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef, TextExpect};
+use super::{is_default, CheckError, Kind, PathRule, Scope, StepDef, TextExpect};
 use crate::world::{mismatch, StepError, World};
 
 /// `check_host_path`.
@@ -58,16 +58,20 @@ impl StepDef for CheckHostPath {
         super::fields_of::<HostPathExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if !is_below(&self.path) {
-            return Err(format!(
-                "`path` {:?} must be relative and stay under the case's host directory",
-                self.path
+            return Err(CheckError::path(
+                "path",
+                &self.path,
+                PathRule::Inside("the case's host directory"),
             ));
         }
         if let Some(content) = &self.expect.content {
             if self.expect.exists == Some(false) {
-                return Err("`expect` cannot want content of a path that must not exist".to_owned());
+                return Err(CheckError::rule(
+                    "",
+                    "`expect` cannot want content of a path that must not exist",
+                ));
             }
             scope.text("content", content)?;
         }
@@ -122,7 +126,7 @@ mod tests {
         let step: CheckHostPath =
             serde_saphyr::from_str("{path: a, expect: {exists: false, content: {equals: x}}}")
                 .unwrap();
-        let message = step.check(&mut Scope::default()).unwrap_err();
+        let message = step.check(&mut Scope::default()).unwrap_err().to_string();
         assert!(message.contains("must not exist"), "{message}");
     }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sandbox_status::now_nanos;
 use super::wait_container::{check_within, default_within, is_default_within, Poll};
-use super::{is_default, Kind, Scope, StepDef, TextExpect};
+use super::{is_default, CheckError, Kind, Scope, StepDef, TextExpect};
 use crate::world::{mismatch, StepError, World};
 
 /// An output stream of a container.
@@ -363,11 +363,14 @@ impl StepDef for CheckLog {
         super::fields_of::<CheckLogExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         check_within(self.within_ms)?;
         if self.expect.lines.is_empty() && !self.expect.exactly {
-            return Err("expect.lines: name at least one line (or say `exactly` for none)".into());
+            return Err(CheckError::empty(
+                "expect.lines",
+                "name at least one line (or say `exactly` for none)",
+            ));
         }
         for (index, line) in self.expect.lines.iter().enumerate() {
             scope.text(&format!("expect.lines[{index}]"), &line.text())?;

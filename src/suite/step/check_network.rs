@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::world::{mismatch, StepError, World};
 
 /// `check_network`.
@@ -42,7 +42,7 @@ impl StepDef for CheckNetwork {
     const ABOUT: &'static str =
         "Checks through the verbose status that a sandbox's pod network is open or closed.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.sandbox(&self.sandbox)
     }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::wait_container::{check_within, default_within, is_default_within, Poll};
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::cri::{v1, CallError};
 use crate::world::{mismatch, StepError, World};
 
@@ -109,11 +109,17 @@ impl StepDef for ContainerEvents {
     const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "GetContainerEvents: `{subscribe: true}` opens the stream; `{expect: {ALIAS: [created, started, stopped, deleted]}}` later checks each alias's events in order, and that every event of the case carries its pod's statuses as a fresh status call answers them.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         check_within(self.within_ms)?;
         match (self.subscribe, self.expect.is_empty()) {
-            (true, false) => Err("`subscribe` opens the stream; expect in a later step".to_owned()),
-            (false, true) => Err("either `subscribe: true` or an `expect` of aliases".to_owned()),
+            (true, false) => Err(CheckError::rule(
+                "",
+                "`subscribe` opens the stream; expect in a later step",
+            )),
+            (false, true) => Err(CheckError::rule(
+                "",
+                "either `subscribe: true` or an `expect` of aliases",
+            )),
             _ => self.expect.keys().try_for_each(|alias| scope.either(alias)),
         }
     }

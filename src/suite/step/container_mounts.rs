@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::create_container::Propagation;
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, PathRule, Scope, StepDef};
 use crate::cri::v1;
 use crate::images;
 use crate::world::{expect_eq, mismatch, StepError, World};
@@ -61,19 +61,21 @@ impl StepDef for ContainerMounts {
         super::fields_of::<MountExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         if self.expect.is_empty() {
-            return Err("`expect` names no mount".to_owned());
+            return Err(CheckError::empty("expect", "name at least one mount"));
         }
-        if let Some(m) = self
+        if let Some((index, m)) = self
             .expect
             .iter()
-            .find(|m| !m.container_path.starts_with('/'))
+            .enumerate()
+            .find(|(_, m)| !m.container_path.starts_with('/'))
         {
-            return Err(format!(
-                "container_path `{}` must be absolute",
-                m.container_path
+            return Err(CheckError::path(
+                format!("expect[{index}].container_path"),
+                &m.container_path,
+                PathRule::Absolute,
             ));
         }
         Ok(())
@@ -148,7 +150,7 @@ mod tests {
             serde_saphyr::from_str("{container: app, expect: [{container_path: mnt}]}").unwrap();
         let mut scope = Scope::default();
         scope.define_container("app").unwrap();
-        let err = step.check(&mut scope).unwrap_err();
+        let err = step.check(&mut scope).unwrap_err().to_string();
         assert!(err.contains("must be absolute"), "{err}");
     }
 }

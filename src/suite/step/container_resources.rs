@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::manager::lifecycle::{quantity, runtime_resources};
 use crate::world::{expect_eq, StepError, World};
 
@@ -45,7 +45,7 @@ pub struct ResourcesExpect {
 
 impl ResourcesExpect {
     /// Each stated field with its value in the kubelet's units (millicores, bytes).
-    fn wanted(&self) -> Result<Vec<(&'static str, i64)>, String> {
+    fn wanted(&self) -> Result<Vec<(&'static str, i64)>, CheckError> {
         [
             ("cpu_request", &self.cpu_request, true),
             ("cpu_limit", &self.cpu_limit, true),
@@ -54,9 +54,9 @@ impl ResourcesExpect {
         .into_iter()
         .filter_map(|(name, text, milli)| text.as_ref().map(|t| (name, t, milli)))
         .map(|(name, text, milli)| {
-            quantity(text, milli)
-                .map(|v| (name, v))
-                .ok_or_else(|| format!("expect.{name}: {text:?} is not a quantity"))
+            quantity(text, milli).map(|v| (name, v)).ok_or_else(|| {
+                CheckError::malformed(format!("expect.{name}"), text, "a quantity", "")
+            })
         })
         .collect()
     }
@@ -71,10 +71,10 @@ impl StepDef for ContainerResources {
         super::fields_of::<ResourcesExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         if self.expect.wanted()?.is_empty() {
-            return Err("`expect` must state at least one resource".to_owned());
+            return Err(CheckError::empty("expect", "state at least one resource"));
         }
         Ok(())
     }
@@ -89,7 +89,10 @@ impl StepDef for ContainerResources {
                 self.container
             )));
         };
-        let wanted = self.expect.wanted().map_err(StepError::Unsupported)?;
+        let wanted = self
+            .expect
+            .wanted()
+            .map_err(|err| StepError::Unsupported(err.to_string()))?;
         for (field, want) in wanted {
             let actual = match field {
                 "cpu_request" => resources.cpu_request,

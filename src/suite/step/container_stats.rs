@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
@@ -215,7 +215,7 @@ impl StepDef for ContainerStats {
         super::fields_of::<ContainerStatsExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         scope.error(self.expect.error.as_ref())?;
         let figures = self.expect.cpu.is_some()
@@ -223,12 +223,10 @@ impl StepDef for ContainerStats {
             || self.expect.writable_layer.is_some()
             || self.expect.cpu_grows_within_ms.is_some();
         if self.expect.error.is_some() && figures {
-            return Err(
-                "`expect` names an error and figures; a failed call has no figures".to_owned(),
-            );
+            return Err(CheckError::error_and_answers("figures"));
         }
         if self.expect.cpu_grows_within_ms == Some(0) {
-            return Err("`cpu_grows_within_ms` must be above 0".to_owned());
+            return Err(CheckError::zero("cpu_grows_within_ms"));
         }
         Ok(())
     }

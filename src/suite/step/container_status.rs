@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::sandbox_status::{
     by_prefix, check_prefix, expect_map, expect_set_time, now_nanos, suite_labels, Presence,
 };
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, State, StepDef, TextExpect};
+use super::{
+    check_call, is_default, CheckError, ErrorExpect, Kind, Scope, State, StepDef, TextExpect,
+};
 use crate::cri::v1;
 use crate::images;
 use crate::manager::ContainerState;
@@ -201,7 +203,7 @@ impl StepDef for ContainerStatus {
         super::fields_of::<ContainerStatusExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         check_prefix(self.id_prefix)?;
         for (field, text) in self.expect.texts() {

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{busybox, check_call, is_busybox, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{
+    busybox, check_call, is_busybox, is_default, CheckError, ErrorExpect, Kind, PathRule, Scope,
+    StepDef,
+};
 use crate::cri::{namespace_options, v1};
 use crate::images;
 use crate::world::{ContainerRef, StepError, World, DEFAULT_COMMAND};
@@ -298,7 +301,7 @@ impl Seccomp {
     }
 
     /// Why the profile cannot be used, in the suite's words.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), CheckError> {
         let file = match self {
             Seccomp::Localhost(path) => path.as_str(),
             Seccomp::ProfilePath(path) if PROFILE_NAMES.contains(&path.as_str()) => return Ok(()),
@@ -308,8 +311,10 @@ impl Seccomp {
         if file.starts_with('/') || is_inner_path(file) {
             Ok(())
         } else {
-            Err(format!(
-                "seccomp: `{file}` must be absolute or stay inside the case's host directory"
+            Err(CheckError::path(
+                "security.seccomp",
+                file,
+                PathRule::AbsoluteOrInside("the case's host directory"),
             ))
         }
     }
@@ -570,35 +575,39 @@ impl StepDef for CreateContainer {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Creates a container in a sandbox (not started).";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.sandbox(&self.sandbox)?;
-        for mount in &self.mounts {
+        for (index, mount) in self.mounts.iter().enumerate() {
+            let field = |name: &str| format!("mounts[{index}].{name}");
             match (&mount.image, mount.host_path.is_empty()) {
                 (Some(_), false) => {
-                    return Err(format!(
-                        "mounts: `{}` has both a host_path and an image; give one",
-                        mount.container_path
+                    return Err(CheckError::conflict(
+                        format!("mounts[{index}]"),
+                        "host_path",
+                        "image",
                     ))
                 }
                 (None, true) => {
-                    return Err(format!(
-                        "mounts: `{}` needs a host_path or an image",
-                        mount.container_path
+                    return Err(CheckError::rule(
+                        format!("mounts[{index}]"),
+                        "needs a `host_path` or an `image`",
                     ))
                 }
                 (None, false) if !mount.image_sub_path.is_empty() => {
-                    return Err(format!(
-                        "mounts: `{}` has an image_sub_path but no image",
-                        mount.container_path
+                    return Err(CheckError::needs(
+                        field("image_sub_path"),
+                        "image",
+                        "it is a path inside the image",
                     ))
                 }
                 (Some(_), true)
                     if !mount.image_sub_path.is_empty()
                         && !is_inner_path(&mount.image_sub_path) =>
                 {
-                    return Err(format!(
-                        "mounts: image_sub_path `{}` must be relative and stay inside the image",
-                        mount.image_sub_path
+                    return Err(CheckError::path(
+                        field("image_sub_path"),
+                        &mount.image_sub_path,
+                        PathRule::Inside("the image"),
                     ))
                 }
                 (Some(_), true) | (None, false) => {}
@@ -607,21 +616,25 @@ impl StepDef for CreateContainer {
                 && !mount.host_path.starts_with('/')
                 && !is_inner_path(&mount.host_path)
             {
-                return Err(format!(
-                    "mounts: host_path `{}` must be absolute or stay inside the case's host directory",
-                    mount.host_path
+                return Err(CheckError::path(
+                    field("host_path"),
+                    &mount.host_path,
+                    PathRule::AbsoluteOrInside("the case's host directory"),
                 ));
             }
             if !mount.container_path.starts_with('/') {
-                return Err(format!(
-                    "mounts: container_path `{}` must be absolute",
-                    mount.container_path
+                return Err(CheckError::path(
+                    field("container_path"),
+                    &mount.container_path,
+                    PathRule::Absolute,
                 ));
             }
         }
         if let Some(path) = self.log_path.as_deref().filter(|p| !is_inner_path(p)) {
-            return Err(format!(
-                "log_path `{path}` must stay inside the sandbox's log directory"
+            return Err(CheckError::path(
+                "log_path",
+                path,
+                PathRule::Inside("the sandbox's log directory"),
             ));
         }
         if let Some(seccomp) = &self.security.seccomp {
@@ -632,7 +645,11 @@ impl StepDef for CreateContainer {
             ("readonly_paths", &self.security.readonly_paths),
         ] {
             if let Some(path) = paths.iter().find(|p| !p.starts_with('/')) {
-                return Err(format!("security.{field}: `{path}` must be absolute"));
+                return Err(CheckError::path(
+                    format!("security.{field}"),
+                    path,
+                    PathRule::Absolute,
+                ));
             }
         }
         scope.error(self.expect.error.as_ref())?;
@@ -974,17 +991,17 @@ mod tests {
     #[rstest]
     #[case::relative_masked_path("{masked_paths: [etc/group]}", "security.masked_paths")]
     #[case::relative_readonly_path("{readonly_paths: [tmp]}", "security.readonly_paths")]
-    #[case::localhost_outside_the_case_dir("{seccomp: {localhost: ../x.json}}", "seccomp")]
+    #[case::localhost_outside_the_case_dir("{seccomp: {localhost: ../x.json}}", "security.seccomp")]
     #[case::profile_path_outside_the_case_dir(
         "{seccomp: {profile_path: localhost/../x.json}}",
-        "seccomp"
+        "security.seccomp"
     )]
     fn a_bad_security_path_is_refused_by_the_loader(#[case] yaml: &str, #[case] field: &str) {
         let step: CreateContainer =
             serde_saphyr::from_str(&format!("{{as: app, sandbox: sb, security: {yaml}}}")).unwrap();
         let mut scope = Scope::default();
         scope.define_sandbox("sb").unwrap();
-        let err = step.check(&mut scope).unwrap_err();
+        let err = step.check(&mut scope).unwrap_err().to_string();
         assert!(err.starts_with(field), "{err}");
     }
 

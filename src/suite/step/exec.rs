@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 // A stream's deadline, from dialling to the status, defaults as every bounded step's does.
 pub(super) use super::wait_container::{default_within, is_default_within};
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect};
 use crate::cri::v1;
 use crate::streaming::protocol::{Outcome, TerminalSize};
 use crate::streaming::remote_command::{self, RemoteCommandInput, RemoteCommandOutput};
@@ -86,7 +86,7 @@ pub struct StreamExpect {
 
 impl StreamExpect {
     /// Checks the expectation's own consistency, in the suite's words.
-    pub(crate) fn check_fields(&self, scope: &Scope) -> Result<(), String> {
+    pub(crate) fn check_fields(&self, scope: &Scope) -> Result<(), CheckError> {
         scope.text("expect.stdout", &self.stdout)?;
         scope.text("expect.stderr", &self.stderr)?;
         scope.error(self.error.as_ref())?;
@@ -99,13 +99,13 @@ impl StreamExpect {
             || self.exit_code != 0
             || self.failure.is_some();
         if self.error.is_some() && streams {
-            return Err(
-                "`expect.error` is the RPC failing, so no stream opens: it takes no `stdout`, `stdout_bytes`, `stderr`, `exit_code` or `failure`"
-                    .to_owned(),
-            );
+            return Err(CheckError::rule(
+                "",
+                "`expect.error` is the RPC failing, so no stream opens: it takes no `stdout`, `stdout_bytes`, `stderr`, `exit_code` or `failure`",
+            ));
         }
         if self.failure.is_some() && self.exit_code != 0 {
-            return Err("`expect` takes `failure` or `exit_code`, not both".to_owned());
+            return Err(CheckError::conflict("expect", "failure", "exit_code"));
         }
         Ok(())
     }
@@ -205,18 +205,29 @@ pub(crate) fn check_stream_fields(
     within_ms: u64,
     expect: &StreamExpect,
     scope: &Scope,
-) -> Result<(), String> {
+) -> Result<(), CheckError> {
     if !resize.is_empty() && !tty {
-        return Err("`resize` needs `tty: true`: only a terminal has a size".to_owned());
+        return Err(CheckError::needs(
+            "resize",
+            "tty: true",
+            "only a terminal has a size",
+        ));
     }
     if resize.iter().any(|s| s.width == 0 || s.height == 0) {
-        return Err("`resize`: a width and a height must be above 0".to_owned());
+        return Err(CheckError::rule(
+            "",
+            "`resize`: a width and a height must be above 0",
+        ));
     }
     if tty && !expect.stderr.is_empty() {
-        return Err("`expect.stderr` needs `tty: false`: a terminal has one stream".to_owned());
+        return Err(CheckError::needs(
+            "expect.stderr",
+            "tty: false",
+            "a terminal has one stream",
+        ));
     }
     if within_ms == 0 {
-        return Err("`within_ms` must be above 0".to_owned());
+        return Err(CheckError::zero("within_ms"));
     }
     expect.check_fields(scope)
 }
@@ -231,10 +242,10 @@ impl StepDef for Exec {
         super::fields_of::<StreamExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         if self.command.is_empty() {
-            return Err("the command is empty".to_owned());
+            return Err(CheckError::empty("command", ""));
         }
         check_stream_fields(self.tty, &self.resize, self.within_ms, &self.expect, scope)
     }
@@ -298,7 +309,7 @@ mod tests {
         "{container: other, command: [echo]}",
         Some("unknown container alias `other`")
     )]
-    #[case::empty_command("{container: app, command: []}", Some("the command is empty"))]
+    #[case::empty_command("{container: app, command: []}", Some("`command` is empty"))]
     #[case::resize_without_tty(
         "{container: app, command: [stty, size], resize: [{width: 80, height: 24}]}",
         Some("needs `tty: true`")
@@ -331,7 +342,7 @@ mod tests {
         match error {
             None => assert_eq!(result, Ok(())),
             Some(part) => {
-                let message = result.unwrap_err();
+                let message = result.unwrap_err().to_string();
                 assert!(message.contains(part), "{message}");
             }
         }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect};
 use crate::world::{mismatch, StepError, World};
 
 /// `exec_sync`.
@@ -57,10 +57,10 @@ impl StepDef for ExecSync {
         super::fields_of::<ExecExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         if self.command.is_empty() {
-            return Err("the command is empty".to_owned());
+            return Err(CheckError::empty("command", ""));
         }
         scope.text("expect.stdout", &self.expect.stdout)?;
         scope.text("expect.stderr", &self.expect.stderr)?;

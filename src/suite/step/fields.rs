@@ -89,12 +89,10 @@ impl TextExpect {
         self.equals.is_none() && self.contains.is_none() && self.matches.is_none()
     }
 
-    /// A regular expression that does not compile, as the loader reports it.
+    /// Why `matches` does not compile as a regular expression, if it does not.
     pub fn bad_pattern(&self) -> Option<String> {
         let pattern = self.matches.as_ref()?;
-        Regex::new(pattern)
-            .err()
-            .map(|err| format!("`matches` is not a valid regular expression: {err}"))
+        Regex::new(pattern).err().map(|err| err.to_string())
     }
 }
 

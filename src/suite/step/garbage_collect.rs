@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, is_true, yes, Kind, SandboxState, Scope, State, StepDef, TextExpect};
+use super::{
+    is_default, is_true, yes, CheckError, Kind, SandboxState, Scope, State, StepDef, TextExpect,
+};
 use crate::cri::labels;
 use crate::manager::lifecycle::{
     legacy_log_symlink, wall_clock_unix_nanos, GcLogDirs, GcPolicy, GcScope, PodStateOracle,
@@ -109,11 +111,13 @@ impl Default for Policy {
 }
 
 impl Policy {
-    fn min_age(&self) -> Result<Duration, String> {
+    fn min_age(&self) -> Result<Duration, CheckError> {
         humantime::parse_duration(self.min_age.trim()).map_err(|err| {
-            format!(
-                "policy.min_age: `{}` is not a duration ({err}); write e.g. `0s`, `90s`, `1h`",
-                self.min_age
+            CheckError::malformed(
+                "policy.min_age",
+                &self.min_age,
+                "a duration like `0s`, `90s` or `1h`",
+                err.to_string(),
             )
         })
     }
@@ -152,11 +156,11 @@ impl StepDef for GarbageCollect {
         super::fields_of::<GarbageCollectExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         self.policy.min_age()?;
         if let Some(now) = self.now {
             if now <= 0 {
-                return Err("`now` must be after the epoch".to_owned());
+                return Err(CheckError::before_epoch("now"));
             }
         }
         let pods = self
@@ -167,7 +171,7 @@ impl StepDef for GarbageCollect {
             .chain(self.expect.pod_log_dirs.iter().flatten());
         for pod in pods {
             if pod.is_empty() {
-                return Err("a pod alias cannot be empty here".to_owned());
+                return Err(CheckError::rule("", "a pod alias cannot be empty here"));
             }
             scope.pod(pod)?;
         }
@@ -176,15 +180,19 @@ impl StepDef for GarbageCollect {
         }
         for alias in self.expect.log_symlinks.iter().flatten() {
             if !self.log_symlinks.contains(alias) {
-                return Err(format!(
-                    "expect.log_symlinks: `{alias}` is not one of the step's `log_symlinks`"
+                return Err(CheckError::not_one_of(
+                    "expect.log_symlinks",
+                    alias,
+                    "log_symlinks",
                 ));
             }
         }
         for pod in self.expect.pod_log_dirs.iter().flatten() {
             if !self.pod_log_dirs.contains(pod) {
-                return Err(format!(
-                    "expect.pod_log_dirs: `{pod}` is not one of the step's `pod_log_dirs`"
+                return Err(CheckError::not_one_of(
+                    "expect.pod_log_dirs",
+                    pod,
+                    "pod_log_dirs",
                 ));
             }
         }
@@ -215,7 +223,10 @@ impl StepDef for GarbageCollect {
         let pod_dirs = self.make_pod_log_dirs(world, &logs)?;
         let symlinks = self.make_log_symlinks(world, &logs).await?;
 
-        let min_age = self.policy.min_age().map_err(StepError::Unsupported)?;
+        let min_age = self
+            .policy
+            .min_age()
+            .map_err(|err| StepError::Unsupported(err.to_string()))?;
         let policy = GcPolicy {
             min_age,
             max_per_pod_container: self.policy.max_per_pod_container,

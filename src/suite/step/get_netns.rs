@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
 use crate::world::{expect_eq, StepError, World};
 
@@ -45,7 +45,7 @@ impl StepDef for GetNetns {
         super::fields_of::<NetnsExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())?;
         scope.sandbox(&self.sandbox)
     }

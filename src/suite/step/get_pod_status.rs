@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, State, StepDef};
+use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerStatus;
 use crate::observe::Answer;
@@ -127,7 +127,7 @@ impl StepDef for GetPodStatus {
         super::fields_of::<PodStatusExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())?;
         scope.pod(&self.pod)?;
         for alias in self

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, is_true, yes, ErrorExpect, Kind, Scope, State, StepDef};
+use super::{
+    check_error, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, State, StepDef,
+};
 use crate::manager::Pod;
 use crate::observe::Answer;
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
@@ -83,7 +85,7 @@ impl StepDef for GetPods {
         super::fields_of::<GetPodsExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())?;
         let named = self
             .expect

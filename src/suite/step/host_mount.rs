@@ -7,7 +7,7 @@ use rustix::mount::{mount, mount_bind_recursive, mount_change, MountFlags, Mount
 use serde::{Deserialize, Serialize};
 
 use super::create_container::is_inner_path;
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, PathRule, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `host_mount`.
@@ -64,21 +64,27 @@ impl StepDef for HostMount {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Mounts a directory onto itself with a propagation (shared, slave, private), or a tmpfs, under the case's host directory; the runner unmounts it.";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         if !is_inner_path(&self.path) {
-            return Err(format!(
-                "path `{}` must be relative and stay inside the case's host directory",
-                self.path
+            return Err(CheckError::path(
+                "path",
+                &self.path,
+                PathRule::Inside("the case's host directory"),
             ));
         }
         if !self.file.is_empty() && !is_inner_path(&self.file) {
-            return Err(format!(
-                "file `{}` must be relative and stay inside the mount",
-                self.file
+            return Err(CheckError::path(
+                "file",
+                &self.file,
+                PathRule::Inside("the mount"),
             ));
         }
         if self.file.is_empty() && !self.content.is_empty() {
-            return Err("`content` needs a `file` to go in".to_owned());
+            return Err(CheckError::needs(
+                "content",
+                "file",
+                "the content goes in a file",
+            ));
         }
         Ok(())
     }
@@ -132,12 +138,12 @@ mod tests {
     #[case::outside("{path: ../x}", Some("stay inside the case's host directory"))]
     #[case::absolute("{path: /etc}", Some("stay inside the case's host directory"))]
     #[case::file_outside("{path: a, file: ../b}", Some("stay inside the mount"))]
-    #[case::content_alone("{path: a, content: x}", Some("needs a `file`"))]
+    #[case::content_alone("{path: a, content: x}", Some("`content` needs `file`"))]
     fn paths_stay_inside_the_case_directory(#[case] yaml: &str, #[case] refusal: Option<&str>) {
         let step: HostMount = serde_saphyr::from_str(yaml).unwrap();
         match (step.check(&mut Scope::default()), refusal) {
             (Ok(()), None) => {}
-            (Err(message), Some(why)) => assert!(message.contains(why), "{message}"),
+            (Err(err), Some(why)) => assert!(err.to_string().contains(why), "{err}"),
             (outcome, _) => panic!("{yaml}: {outcome:?}"),
         }
     }

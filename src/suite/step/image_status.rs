@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, is_true, yes, Kind, Scope, StepDef};
+use super::{is_default, is_true, yes, CheckError, Kind, Scope, StepDef};
 use crate::cri::{v1, CriClient};
 use crate::images::{self, Reference};
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
@@ -229,16 +229,22 @@ impl StepDef for ImageStatus {
         super::fields_of::<ImageStatusExpect>()
     }
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
-        check_image(&self.image)?;
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
+        check_image("image", &self.image)?;
         if self.refs.is_empty() {
-            return Err("refs: name at least one kind of reference".to_owned());
+            return Err(CheckError::empty(
+                "refs",
+                "name at least one kind of reference",
+            ));
         }
         let expect = &self.expect;
         if !expect.present {
             if let Some(kind) = self.refs.iter().find(|k| k.is_learned()) {
-                return Err(format!(
-                    "refs: an absent image has no {kind} to learn; ask by tag, untagged or short_name"
+                return Err(CheckError::rule(
+                    "refs",
+                    format!(
+                        "an absent image has no {kind} to learn; ask by tag, untagged or short_name"
+                    ),
                 ));
             }
             let any_field = expect.repo_tags.is_some()
@@ -248,15 +254,23 @@ impl StepDef for ImageStatus {
                 || expect.username.is_some()
                 || expect.sized;
             if any_field {
-                return Err("expect: an absent image has no fields to check".to_owned());
+                return Err(CheckError::rule(
+                    "expect",
+                    "an absent image has no fields to check",
+                ));
             }
         }
         if let Some(other) = &expect.same_as {
-            check_image(other).map_err(|why| format!("same_as: {why}"))?;
+            check_image("expect.same_as", other)?;
         }
         if let Some(UidExpect::Word(word)) = &expect.uid {
             if word != "none" {
-                return Err(format!("expect.uid: a number or `none`, not `{word}`"));
+                return Err(CheckError::malformed(
+                    "expect.uid",
+                    word,
+                    "a number or `none`",
+                    "",
+                ));
             }
         }
         Ok(())
@@ -294,10 +308,10 @@ impl StepDef for ImageStatus {
     }
 }
 
-/// An image field of a step: not empty.
-pub fn check_image(image: &str) -> Result<(), String> {
+/// An image field of a step (`field`): not empty.
+pub fn check_image(field: &str, image: &str) -> Result<(), CheckError> {
     if image.is_empty() {
-        return Err("image: the image is empty".to_owned());
+        return Err(CheckError::empty(field, "name an image"));
     }
     Ok(())
 }
@@ -419,7 +433,10 @@ mod tests {
     #[case::no_refs("image: busybox\nrefs: []", "at least one")]
     #[case::empty_image("image: ''", "empty")]
     fn invalid_status_steps_say_why(#[case] yaml: &str, #[case] why: &str) {
-        let err = step(yaml).check(&mut Scope::default()).unwrap_err();
+        let err = step(yaml)
+            .check(&mut Scope::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(why), "{err}");
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, is_true, yes, Action, Kind, Scope, StepDef, TextExpect};
+use super::{is_default, is_true, yes, Action, CheckError, Kind, Scope, StepDef, TextExpect};
 use crate::manager::{
     self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, PodSpec, PodSyncResult,
     RecordingNetworkPlugin,
@@ -153,7 +153,7 @@ impl StepDef for KillPod {
         super::fields_of::<KillExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.pod(&self.pod)?;
         for alias in self.expect.teardown.iter().flatten() {
             scope.sandbox(alias)?;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::container_stats::{check_attributes, check_figures, Figure};
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
 
@@ -89,7 +89,7 @@ impl StepDef for ListContainerStats {
         super::fields_of::<ListContainerStatsExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if let Some(filter) = &self.filter {
             if let Some(id) = &filter.id {
                 scope.container(id)?;
@@ -109,9 +109,7 @@ impl StepDef for ListContainerStats {
         if expect.error.is_some()
             && (expect.containers.is_some() || expect.figure_aliases().next().is_some())
         {
-            return Err(
-                "`expect` names an error and answers; a failed call answers nothing".to_owned(),
-            );
+            return Err(CheckError::error_and_answers("answers"));
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::sandbox_status::{by_prefix, check_prefix};
-use super::{is_default, Kind, Scope, State, StepDef};
+use super::{is_default, CheckError, Kind, Scope, State, StepDef};
 use crate::cri::v1;
 use crate::manager::ContainerState;
 use crate::world::{expect_eq, show, sorted, StepError, World};
@@ -64,11 +64,15 @@ impl StepDef for ListContainers {
         super::fields_of::<ListContainersExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if let Some(id) = &self.id {
             scope.container(id)?;
         } else if self.id_prefix.is_some() {
-            return Err("id_prefix: give `id` too, the container whose id to shorten".to_owned());
+            return Err(CheckError::needs(
+                "id_prefix",
+                "id",
+                "the container whose id to shorten",
+            ));
         }
         check_prefix(self.id_prefix)?;
         if let Some(sandbox) = &self.sandbox {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::image_status::{check_image, check_repo_tags, named};
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::images;
 use crate::world::{expect_eq, show, sorted, StepError, World};
@@ -69,24 +69,27 @@ impl StepDef for ListImages {
         super::fields_of::<ListImagesExpect>()
     }
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         if self.images.is_empty() {
-            return Err("images: name the images to look for".to_owned());
+            return Err(CheckError::empty("images", "name the images to look for"));
         }
         for image in &self.images {
-            check_image(image)?;
+            check_image("images", image)?;
         }
         if let Some(filter) = &self.filter {
-            check_image(filter).map_err(|why| format!("filter: {why}"))?;
+            check_image("filter", filter)?;
         }
         let named: BTreeSet<&String> = self.images.iter().collect();
         let expected = self.expect.present.iter().flatten();
-        for image in expected.chain(self.expect.repo_tags.keys()) {
+        let expected = expected.map(|image| ("expect.present", image)).chain(
+            self.expect
+                .repo_tags
+                .keys()
+                .map(|i| ("expect.repo_tags", i)),
+        );
+        for (field, image) in expected {
             if !named.contains(image) {
-                return Err(format!(
-                    "expect: `{image}` is not one of the step's images ({})",
-                    self.images.join(", ")
-                ));
+                return Err(CheckError::not_one_of(field, image, "images"));
             }
         }
         Ok(())
@@ -139,11 +142,13 @@ mod tests {
     fn expectations_may_only_name_the_steps_images() {
         let err = step("images: [a]\nexpect: {present: [b]}")
             .check(&mut Scope::default())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`b` is not one of"), "{err}");
         let err = step("images: [a]\nexpect: {repo_tags: {c: []}}")
             .check(&mut Scope::default())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`c`"), "{err}");
         assert!(
             step("images: [a, b]\nexpect: {present: [b], repo_tags: {a: [a]}}")

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::sandbox_status::{by_prefix, check_prefix, sandbox_state, sandbox_state_name};
-use super::{is_default, Kind, SandboxState, Scope, StepDef};
+use super::{is_default, CheckError, Kind, SandboxState, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{expect_eq, show, sorted, StepError, World};
 
@@ -60,11 +60,15 @@ impl StepDef for ListSandboxes {
         super::fields_of::<ListSandboxesExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if let Some(id) = &self.id {
             scope.sandbox(id)?;
         } else if self.id_prefix.is_some() {
-            return Err("id_prefix: give `id` too, the sandbox whose id to shorten".to_owned());
+            return Err(CheckError::needs(
+                "id_prefix",
+                "id",
+                "the sandbox whose id to shorten",
+            ));
         }
         check_prefix(self.id_prefix)?;
         for alias in self.expect.sandboxes.iter().flatten() {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::create_container::is_inner_path;
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, PathRule, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `make_host_path`.
@@ -47,23 +47,22 @@ impl StepDef for MakeHostPath {
     const ABOUT: &'static str =
         "Makes a directory, file or symbolic link under the case's host directory.";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
+        let inside = |field: &str, path: &str| {
+            CheckError::path(field, path, PathRule::Inside("the case's host directory"))
+        };
         if !is_inner_path(&self.path) {
-            return Err(format!(
-                "path `{}` must be relative and stay inside the case's host directory",
-                self.path
-            ));
+            return Err(inside("path", &self.path));
         }
         match self.kind {
-            PathKind::Symlink if !is_inner_path(&self.target) => Err(format!(
-                "target `{}` must be relative and stay inside the case's host directory",
-                self.target
-            )),
+            PathKind::Symlink if !is_inner_path(&self.target) => {
+                Err(inside("target", &self.target))
+            }
             PathKind::Dir | PathKind::Symlink if !self.content.is_empty() => {
-                Err("only a file has `content`".to_owned())
+                Err(CheckError::rule("", "only a file has `content`"))
             }
             PathKind::Dir | PathKind::File if !self.target.is_empty() => {
-                Err("only a symlink has a `target`".to_owned())
+                Err(CheckError::rule("", "only a symlink has a `target`"))
             }
             _ => Ok(()),
         }

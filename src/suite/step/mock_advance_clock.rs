@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::cri::control::AdvanceClockRequest;
 use crate::world::{control_failed, StepError, World};
 
@@ -19,9 +19,12 @@ impl StepDef for MockAdvanceClock {
     const KIND: Kind = Kind::MockControl;
     const ABOUT: &'static str = "Moves the mock's clock forward by `ms` milliseconds.";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         if self.ms < 0 {
-            return Err("`ms` must not be negative: the clock only moves forward".to_owned());
+            return Err(CheckError::rule(
+                "",
+                "`ms` must not be negative: the clock only moves forward",
+            ));
         }
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::control::ExitContainerRequest;
 use crate::world::{control_failed, StepError, World};
 
@@ -34,12 +34,13 @@ pub struct MockExitContainer {
 
 impl MockExitContainer {
     /// `after` as a duration.
-    fn after(&self) -> Result<Option<Duration>, String> {
+    fn after(&self) -> Result<Option<Duration>, CheckError> {
         self.after
             .as_deref()
             .map(|text| {
-                humantime::parse_duration(text)
-                    .map_err(|err| format!("`after: {text}` is not a duration like `10s`: {err}"))
+                humantime::parse_duration(text).map_err(|err| {
+                    CheckError::malformed("after", text, "a duration like `10s`", err.to_string())
+                })
             })
             .transpose()
     }
@@ -51,19 +52,22 @@ impl StepDef for MockExitContainer {
     const ABOUT: &'static str =
         "Makes a container's process exit with `exit_code` when the mock's clock reaches `at` (Unix seconds) or `after` a duration.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         match (self.at, self.after()?) {
-            (Some(_), Some(_)) | (None, None) => {
-                Err("give the exit's time as exactly one of `at` and `after`".to_owned())
-            }
-            (Some(at), None) if at <= 0 => Err("`at` must be after the epoch".to_owned()),
+            (Some(_), Some(_)) | (None, None) => Err(CheckError::rule(
+                "",
+                "give the exit's time as exactly one of `at` and `after`",
+            )),
+            (Some(at), None) if at <= 0 => Err(CheckError::before_epoch("at")),
             _ => Ok(()),
         }
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let after = self.after().map_err(StepError::Unsupported)?;
+        let after = self
+            .after()
+            .map_err(|err| StepError::Unsupported(err.to_string()))?;
         let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
         let request = ExitContainerRequest {
             container_id: world.aliases.container(&self.container)?.id.clone(),
@@ -110,7 +114,7 @@ mod tests {
         "{container: app, at: 5, after: 1s}",
         "exactly one of `at` and `after`"
     )]
-    #[case::bad_duration("{container: app, after: soon}", "`after: soon` is not a duration")]
+    #[case::bad_duration("{container: app, after: soon}", "after: `soon` is not a duration")]
     #[case::before_the_epoch("{container: app, at: 0}", "`at` must be after the epoch")]
     #[case::unknown_container("{container: web, after: 1s}", "unknown container alias `web`")]
     fn a_bad_timed_exit_is_refused_saying_why(#[case] step: &str, #[case] wanted: &str) {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{GrpcCode, Kind, Scope, StepDef};
+use super::{CheckError, GrpcCode, Kind, Scope, StepDef};
 use crate::cri::control::InjectErrorRequest;
 use crate::world::{control_failed, StepError, World};
 
@@ -83,15 +83,15 @@ impl StepDef for MockInjectError {
     const ABOUT: &'static str =
         "Makes calls of one CRI method fail: the next ones, or those naming one sandbox or container from the nth on.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if self.code.0 == tonic::Code::Ok {
-            return Err("`code` must be an error, not `Ok`".to_owned());
+            return Err(CheckError::rule("", "`code` must be an error, not `Ok`"));
         }
         if let Some(alias) = &self.target {
             scope.either(alias)?;
         }
         if self.attempts.is_some_and(|a| a.from == 0) {
-            return Err("`attempts.from` counts from 1".to_owned());
+            return Err(CheckError::zero("attempts.from"));
         }
         Ok(())
     }

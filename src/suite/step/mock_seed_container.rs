@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{busybox, is_busybox, is_default, is_true, yes, Kind, Scope, State, StepDef};
+use super::{
+    busybox, is_busybox, is_default, is_true, yes, CheckError, Kind, Scope, State, StepDef,
+};
 use crate::cri::control::SeedContainerRequest;
 use crate::cri::v1;
 use crate::images;
@@ -82,7 +84,7 @@ impl StepDef for MockSeedContainer {
     const ABOUT: &'static str =
         "Inserts a raw container, possibly without metadata or in a missing sandbox.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         // The sandbox need not exist: orphans are seeded this way.
         scope.alias_shaped(&self.sandbox, "sandbox")?;
         scope.pod_labels(self.pod_labels.as_deref())?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, is_true, yes, Kind, SandboxState, Scope, StepDef};
+use super::{is_default, is_true, yes, CheckError, Kind, SandboxState, Scope, StepDef};
 use crate::cri::control::SeedPodSandboxRequest;
 use crate::cri::{namespace_options, v1};
 use crate::world::{control_failed, seed_time, SandboxRef, StepError, World};
@@ -63,9 +63,13 @@ impl StepDef for MockSeedSandbox {
     const ABOUT: &'static str =
         "Inserts a raw sandbox, possibly one a real runtime never produces.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if self.ip.is_some() && !self.network {
-            return Err("`ip` needs a network status; drop `network: false`".to_owned());
+            return Err(CheckError::needs(
+                "ip",
+                "network: true",
+                "the IP is part of the network status",
+            ));
         }
         scope.pod(&self.pod)?;
         scope.define_sandbox(&self.alias)

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::cri::control::SetClockRequest;
 use crate::world::{control_failed, StepError, World};
 
@@ -22,9 +22,9 @@ impl StepDef for MockSetClock {
     const KIND: Kind = Kind::MockControl;
     const ABOUT: &'static str = "Freezes the mock's clock at an instant (Unix seconds).";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         if self.unix_seconds <= 0 {
-            return Err("`unix_seconds` must be after the epoch".to_owned());
+            return Err(CheckError::before_epoch("unix_seconds"));
         }
         Ok(())
     }

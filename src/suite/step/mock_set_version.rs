@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::cri::control::SetVersionRequest;
 use crate::cri::v1;
 use crate::world::{control_failed, StepError, World};
@@ -46,7 +46,7 @@ impl StepDef for MockSetVersion {
     const KIND: Kind = Kind::MockControl;
     const ABOUT: &'static str = "Replaces the mock's Version answer.";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         Ok(())
     }
 

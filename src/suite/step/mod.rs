@@ -5,6 +5,7 @@
 //! the book's step reference (docs/steps.md) all take the steps from it.
 
 mod fields;
+mod invalid;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -20,6 +21,7 @@ pub use fields::{
 };
 pub use get_pod_status::{ContainerExpect, IpExpect, PodStatusExpect};
 pub use get_pods::{GetPodsExpect, PodExpect};
+pub use invalid::{CheckError, Defined, PathRule};
 pub use kill_pod::{KillExpect, RestartPolicy, SpecFields, Stopped, SyncResultExpect};
 pub use new_manager::{NewManagerExpect, REPORTED_RUNTIME_NAME};
 
@@ -66,8 +68,8 @@ pub trait StepDef: Sized + Serialize + DeserializeOwned {
     }
 
     /// Checks the step against the case so far: aliases it uses are defined, those it defines
-    /// are new, pods it names are valid. The message speaks the suite's words.
-    fn check(&self, scope: &mut Scope) -> Result<(), String>;
+    /// are new, pods it names are valid. The error speaks the suite's words.
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError>;
 
     /// Runs the step on a case's world (`Send`, so cases can run on any worker).
     fn run(
@@ -181,18 +183,6 @@ pub struct Scope {
     pub manager_calls: usize,
 }
 
-fn list(items: &BTreeSet<String>) -> String {
-    if items.is_empty() {
-        "none".to_owned()
-    } else {
-        items
-            .iter()
-            .map(|i| format!("`{i}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 fn is_alias(alias: &str) -> bool {
     !alias.is_empty()
         && alias
@@ -200,82 +190,93 @@ fn is_alias(alias: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+fn sorted(items: &BTreeSet<String>) -> Vec<String> {
+    items.iter().cloned().collect()
+}
+
 impl Scope {
     /// A sandbox alias defined before.
-    pub fn sandbox(&self, alias: &str) -> Result<(), String> {
+    pub fn sandbox(&self, alias: &str) -> Result<(), CheckError> {
         if self.sandboxes.contains(alias) {
             return Ok(());
         }
-        Err(format!(
-            "unknown sandbox alias `{alias}`; defined so far: {}",
-            list(&self.sandboxes)
-        ))
+        Err(CheckError::UnknownAlias {
+            alias: alias.to_owned(),
+            defined: Defined::Sandboxes(sorted(&self.sandboxes)),
+        })
     }
 
     /// A container alias defined before.
-    pub fn container(&self, alias: &str) -> Result<(), String> {
+    pub fn container(&self, alias: &str) -> Result<(), CheckError> {
         if self.containers.contains(alias) {
             return Ok(());
         }
-        Err(format!(
-            "unknown container alias `{alias}`; defined so far: {}",
-            list(&self.containers)
-        ))
+        Err(CheckError::UnknownAlias {
+            alias: alias.to_owned(),
+            defined: Defined::Containers(sorted(&self.containers)),
+        })
     }
 
     /// A sandbox or container alias defined before.
-    pub fn either(&self, alias: &str) -> Result<(), String> {
+    pub fn either(&self, alias: &str) -> Result<(), CheckError> {
         if self.sandboxes.contains(alias) || self.containers.contains(alias) {
             return Ok(());
         }
-        Err(format!(
-            "unknown alias `{alias}`; sandboxes so far: {}; containers so far: {}",
-            list(&self.sandboxes),
-            list(&self.containers)
-        ))
+        Err(CheckError::UnknownAlias {
+            alias: alias.to_owned(),
+            defined: Defined::Either {
+                sandboxes: sorted(&self.sandboxes),
+                containers: sorted(&self.containers),
+            },
+        })
     }
 
     /// Defines a new sandbox alias.
-    pub fn define_sandbox(&mut self, alias: &str) -> Result<(), String> {
+    pub fn define_sandbox(&mut self, alias: &str) -> Result<(), CheckError> {
         self.fresh(alias)?;
         self.sandboxes.insert(alias.to_owned());
         Ok(())
     }
 
     /// Defines a new container alias.
-    pub fn define_container(&mut self, alias: &str) -> Result<(), String> {
+    pub fn define_container(&mut self, alias: &str) -> Result<(), CheckError> {
         self.fresh(alias)?;
         self.containers.insert(alias.to_owned());
         Ok(())
     }
 
-    fn fresh(&self, alias: &str) -> Result<(), String> {
+    fn fresh(&self, alias: &str) -> Result<(), CheckError> {
         if !is_alias(alias) {
-            return Err(format!(
-                "alias `{alias}` must be letters, digits, `-` and `_`"
-            ));
+            return Err(CheckError::NotAlias {
+                alias: alias.to_owned(),
+            });
         }
         if self.sandboxes.contains(alias) || self.containers.contains(alias) {
-            return Err(format!("alias `{alias}` is already defined"));
+            return Err(CheckError::AliasTaken {
+                alias: alias.to_owned(),
+            });
         }
         Ok(())
     }
 
     /// A name that could be an alias, for objects that need not exist.
-    pub fn alias_shaped(&self, alias: &str, what: &str) -> Result<(), String> {
+    pub fn alias_shaped(&self, alias: &str, what: &str) -> Result<(), CheckError> {
         if is_alias(alias) {
             Ok(())
         } else {
-            Err(format!("`{alias}` cannot name a {what}"))
+            Err(CheckError::CannotName {
+                name: alias.to_owned(),
+                what: what.to_owned(),
+            })
         }
     }
 
     /// A pod alias; `""` names the pod of containers without pod labels.
-    pub fn pod(&mut self, alias: &str) -> Result<(), String> {
+    pub fn pod(&mut self, alias: &str) -> Result<(), CheckError> {
         if alias == "none" || (!alias.is_empty() && !is_alias(alias)) {
-            return Err(format!(
-                "`{alias}` cannot name a pod; use letters, digits, `-` and `_` (not `none`)"
-            ));
+            return Err(CheckError::NotPod {
+                name: alias.to_owned(),
+            });
         }
         if !alias.is_empty() {
             self.pods.insert(alias.to_owned());
@@ -284,7 +285,7 @@ impl Scope {
     }
 
     /// Whose pod labels to write: a pod alias, or `none`.
-    pub fn pod_labels(&mut self, labels: Option<&str>) -> Result<(), String> {
+    pub fn pod_labels(&mut self, labels: Option<&str>) -> Result<(), CheckError> {
         match labels {
             Some("none") | None => Ok(()),
             Some(alias) => self.pod(alias),
@@ -292,15 +293,18 @@ impl Scope {
     }
 
     /// A text expectation whose pattern must compile.
-    pub fn text(&self, field: &str, text: &TextExpect) -> Result<(), String> {
+    pub fn text(&self, field: &str, text: &TextExpect) -> Result<(), CheckError> {
         match text.bad_pattern() {
-            Some(why) => Err(format!("{field}: {why}")),
+            Some(why) => Err(CheckError::Pattern {
+                field: field.to_owned(),
+                why,
+            }),
             None => Ok(()),
         }
     }
 
     /// An error expectation whose pattern must compile.
-    pub fn error(&self, expect: Option<&ErrorExpect>) -> Result<(), String> {
+    pub fn error(&self, expect: Option<&ErrorExpect>) -> Result<(), CheckError> {
         match expect {
             Some(e) => self.text("error", &e.text()),
             None => Ok(()),
@@ -360,7 +364,7 @@ macro_rules! registry {
             }
 
             /// Checks the step against the case so far.
-            pub fn check(&self, scope: &mut Scope) -> Result<(), String> {
+            pub fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
                 match self {
                     $(Step::$ty(step) => step.check(scope),)*
                 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::world::{expect_eq, StepError, World};
 
 /// The runtime-type expectation that stands for the runtime's reported `runtime_name`.
@@ -42,7 +42,7 @@ impl StepDef for NewManager {
         super::fields_of::<NewManagerExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())
     }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{mismatch, show, StepError, World};
 
@@ -61,7 +61,7 @@ impl StepDef for PodSandboxMetrics {
     const KIND: Kind = Kind::Check;
     const ABOUT: &'static str = "ListMetricDescriptors and ListPodSandboxMetrics: descriptors named, helped and labelled; every metric declared, one label value per key; the named sandboxes and containers listed.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         self.sandboxes.iter().try_for_each(|a| scope.sandbox(a))?;
         self.containers.iter().try_for_each(|a| scope.container(a))
     }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::container_stats::{check_attributes, cpu_reading, memory_reading, Figure, Reading};
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
 
@@ -76,7 +76,7 @@ impl StepDef for PodSandboxStats {
         super::fields_of::<PodSandboxStatsExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.sandbox(&self.sandbox)?;
         scope.error(self.expect.error.as_ref())?;
         for alias in self.expect.containers.iter().flatten() {
@@ -89,9 +89,7 @@ impl StepDef for PodSandboxStats {
             || expect.process_count.is_some()
             || expect.containers.is_some();
         if expect.error.is_some() && answers {
-            return Err(
-                "`expect` names an error and figures; a failed call has no figures".to_owned(),
-            );
+            return Err(CheckError::error_and_answers("figures"));
         }
         Ok(())
     }

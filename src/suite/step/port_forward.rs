@@ -14,7 +14,7 @@ use tokio::sync::Barrier;
 use tokio::time::Instant;
 
 use super::exec::{default_within, is_default_within};
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect};
 use crate::observe::{Answer, Exchange};
 use crate::world::{StepError, World};
 
@@ -223,24 +223,27 @@ impl StepDef for PortForward {
         super::fields_of::<PortForwardExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.pod(&self.pod)?;
         if self.pod.is_empty() {
-            return Err("`pod` must name a pod".to_owned());
+            return Err(CheckError::empty("pod", "it must name a pod"));
         }
         if self.port == 0 {
-            return Err("`port` must be a port, 1 to 65535".to_owned());
+            return Err(CheckError::not_a_port("port"));
         }
         if self.connections == 0 || self.connections > MAX_CONNECTIONS {
-            return Err(format!("`connections` must be 1 to {MAX_CONNECTIONS}"));
+            return Err(CheckError::rule(
+                "",
+                format!("`connections` must be 1 to {MAX_CONNECTIONS}"),
+            ));
         }
         if self.within_ms == 0 {
-            return Err("`within_ms` must be above 0".to_owned());
+            return Err(CheckError::zero("within_ms"));
         }
         scope.error(self.expect.error.as_ref())?;
         if let Some(answer) = &self.expect.answer {
             if self.expect.error.is_some() {
-                return Err("`expect` takes `answer` or `error`, not both".to_owned());
+                return Err(CheckError::conflict("expect", "answer", "error"));
             }
             scope.text("expect.answer", answer)?;
         }
@@ -362,7 +365,7 @@ mod tests {
         match error {
             None => assert_eq!(result, Ok(())),
             Some(part) => {
-                let message = result.unwrap_err();
+                let message = result.unwrap_err().to_string();
                 assert!(message.contains(part), "{message}");
             }
         }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::image_status::{
     check_image, check_repo_digests, check_repo_tags, learn, reference, RefKind,
 };
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::images::Reference;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
@@ -83,21 +83,22 @@ impl StepDef for PullImage {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Pulls an image: `pull_image: IMAGE` (a symbol such as `busybox`, or a reference) unless present; or `{image, by: tag|untagged|digest, timeout_ms, expect: {error, repo_tags, repo_digests}}`, which always pulls (within `timeout_ms` if given) and checks the answered id is the image's, or that the pull fails.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         match self {
-            PullImage::Setup(image) => check_image(image),
+            PullImage::Setup(image) => check_image("image", image),
             PullImage::Check(pull) => {
-                check_image(&pull.image)?;
+                check_image("image", &pull.image)?;
                 if pull.timeout_ms == Some(0) {
-                    return Err("timeout_ms: a deadline above 0".to_owned());
+                    return Err(CheckError::zero("timeout_ms"));
                 }
                 let expect = &pull.expect;
                 if expect.error.is_some()
                     && (expect.repo_tags.is_some() || expect.repo_digests.is_some())
                 {
-                    return Err(
-                        "expect: a pull expected to fail has no image to check after".to_owned(),
-                    );
+                    return Err(CheckError::rule(
+                        "expect",
+                        "a pull expected to fail has no image to check after",
+                    ));
                 }
                 scope.error(expect.error.as_ref())
             }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::image_status::{check_image, reference, RefKind};
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::images;
 use crate::world::{mismatch, StepError, World};
 
@@ -68,28 +68,40 @@ impl StepDef for RemoveImage {
         self.setup
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
-        check_image(&self.image)?;
-        for image in self.expect.absent.iter().chain(&self.expect.present) {
-            check_image(image)?;
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
+        check_image("image", &self.image)?;
+        for image in &self.expect.absent {
+            check_image("expect.absent", image)?;
+        }
+        for image in &self.expect.present {
+            check_image("expect.present", image)?;
         }
         if self.setup && self.expect != RemoveImageExpect::default() {
-            return Err("a `setup: true` removal makes no expectation; drop its `expect:`".into());
+            return Err(CheckError::rule(
+                "",
+                "a `setup: true` removal makes no expectation; drop its `expect:`",
+            ));
         }
         if self.expect.error.is_some()
             && !(self.expect.absent.is_empty() && self.expect.present.is_empty())
         {
-            return Err("expect: a removal expected to fail has no images to check after".into());
+            return Err(CheckError::rule(
+                "expect",
+                "a removal expected to fail has no images to check after",
+            ));
         }
         if let Some(count) = self.concurrent {
             if count < 2 {
-                return Err("concurrent: at least 2 removals at once".into());
+                return Err(CheckError::rule(
+                    "concurrent",
+                    "at least 2 removals at once",
+                ));
             }
             if self.setup || self.expect.error.is_some() {
-                return Err(
-                    "concurrent: removals at once must all succeed; no `setup` or `expect.error`"
-                        .into(),
-                );
+                return Err(CheckError::rule(
+                    "concurrent",
+                    "removals at once must all succeed; no `setup` or `expect.error`",
+                ));
             }
         }
         scope.error(self.expect.error.as_ref())
@@ -241,7 +253,10 @@ mod tests {
                 "must all succeed",
             ),
         ] {
-            let err = step(yaml).check(&mut Scope::default()).unwrap_err();
+            let err = step(yaml)
+                .check(&mut Scope::default())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(why), "{yaml}: {err}");
         }
     }
@@ -250,7 +265,8 @@ mod tests {
     fn a_failing_removal_checks_nothing_after() {
         let err = step("image: a\nexpect: {error: {code: NotFound}, absent: [a]}")
             .check(&mut Scope::default())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected to fail"), "{err}");
     }
 }

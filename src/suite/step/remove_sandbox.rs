@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `remove_sandbox`: the sandbox's alias.
@@ -15,7 +15,7 @@ impl StepDef for RemoveSandbox {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Removes a sandbox by alias.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.sandbox(&self.0)
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check_log::{log_path, read_records, rotated_path};
 use super::wait_container::{check_within, default_within, is_default_within, Poll};
-use super::{check_call, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::world::{mismatch, StepError, World};
 
 /// `reopen_container_log`.
@@ -58,14 +58,14 @@ impl StepDef for ReopenContainerLog {
         super::fields_of::<ReopenExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         check_within(self.within_ms)?;
         if self.rotate && self.expect.error.is_some() {
-            return Err(
-                "expect.error: a reopen expected to fail rotates nothing; say `rotate: false`"
-                    .to_owned(),
-            );
+            return Err(CheckError::rule(
+                "expect.error",
+                "a reopen expected to fail rotates nothing; say `rotate: false`",
+            ));
         }
         scope.error(self.expect.error.as_ref())
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::create_container::Seccomp;
-use super::{check_call, is_default, is_true, yes, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1};
 use crate::world::{SandboxRef, StepError, World};
 
@@ -332,27 +332,30 @@ impl StepDef for RunSandbox {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Creates and starts a pod sandbox for a pod alias.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.pod(&self.pod)?;
         if self.host_network && self.hostname.is_some() {
-            return Err(
-                "a host-network pod has the node's hostname; drop `hostname` or `host_network`"
-                    .to_owned(),
-            );
+            return Err(CheckError::rule(
+                "",
+                "a host-network pod has the node's hostname; drop `hostname` or `host_network`",
+            ));
         }
         if self.host_pid && self.share_pid {
-            return Err(
-                "a host-PID pod shares the node's PID namespace; drop `share_pid` or `host_pid`"
-                    .to_owned(),
-            );
+            return Err(CheckError::rule(
+                "",
+                "a host-PID pod shares the node's PID namespace; drop `share_pid` or `host_pid`",
+            ));
         }
         if let Some(seccomp) = &self.security.seccomp {
             seccomp.check()?;
         }
         if let Some(port) = self.ports.iter().find(|p| p.container_port == 0) {
-            return Err(format!(
-                "ports: container_port 0 (host_port {}) names no port",
-                port.host_port
+            return Err(CheckError::rule(
+                "ports",
+                format!(
+                    "container_port 0 (host_port {}) names no port",
+                    port.host_port
+                ),
             ));
         }
         scope.error(self.expect.error.as_ref())?;
@@ -573,7 +576,8 @@ mod tests {
         let mut scope = Scope::default();
         let err = sandbox(", host_pid: true, share_pid: true")
             .check(&mut scope)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("share_pid"), "{err}");
     }
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::v1;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
@@ -61,7 +61,7 @@ impl StepDef for RuntimeConfig {
         super::fields_of::<RuntimeConfigExpect>()
     }
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         Ok(())
     }
 

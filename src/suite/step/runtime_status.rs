@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::world::{mismatch, StepError, World};
 
 /// `runtime_status`.
@@ -44,9 +44,12 @@ impl StepDef for RuntimeStatus {
         super::fields_of::<RuntimeStatusExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if let Some(bad) = self.expect.conditions.keys().find(|k| k.is_empty()) {
-            return Err(format!("conditions: a condition type cannot be {bad:?}"));
+            return Err(CheckError::rule(
+                "conditions",
+                format!("a condition type cannot be {bad:?}"),
+            ));
         }
         scope.error(self.expect.error.as_ref())
     }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect};
 use crate::manager::KUBE_RUNTIME_API_VERSION;
 use crate::world::{StepError, World};
 
@@ -63,7 +63,7 @@ impl StepDef for RuntimeVersion {
         super::fields_of::<RuntimeVersionExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         for (field, text) in self.expect.texts() {
             if let Some(text) = text {
                 scope.text(field, text)?;

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_call, is_default, ErrorExpect, Kind, SandboxState, Scope, StepDef};
+use super::{check_call, is_default, CheckError, ErrorExpect, Kind, SandboxState, Scope, StepDef};
 use crate::cri::{labels, v1};
 use crate::world::{expect_eq, mismatch, StepError, World};
 
@@ -156,11 +156,15 @@ pub(super) fn by_prefix(id: &str, prefix: Option<usize>) -> &str {
 }
 
 /// Checks that an id prefix length asks for something shorter than an id and not empty.
-pub(super) fn check_prefix(prefix: Option<usize>) -> Result<(), String> {
+pub(super) fn check_prefix(prefix: Option<usize>) -> Result<(), CheckError> {
     match prefix {
-        Some(0) => Err("id_prefix: 0 characters name nothing; omit it for the whole id".into()),
-        Some(n) if n >= 64 => Err(format!(
-            "id_prefix: {n} characters is the whole id; omit it or give fewer than 64"
+        Some(0) => Err(CheckError::rule(
+            "id_prefix",
+            "0 characters name nothing; omit it for the whole id",
+        )),
+        Some(n) if n >= 64 => Err(CheckError::rule(
+            "id_prefix",
+            format!("{n} characters is the whole id; omit it or give fewer than 64"),
         )),
         _ => Ok(()),
     }
@@ -193,7 +197,7 @@ impl StepDef for SandboxStatus {
         super::fields_of::<SandboxStatusExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.sandbox(&self.sandbox)?;
         check_prefix(self.id_prefix)?;
         scope.error(self.expect.error.as_ref())

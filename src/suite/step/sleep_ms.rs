@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `sleep_ms`: milliseconds.
@@ -15,7 +15,7 @@ impl StepDef for SleepMs {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Waits N milliseconds (the case's deadline still holds).";
 
-    fn check(&self, _scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, _scope: &mut Scope) -> Result<(), CheckError> {
         Ok(())
     }
 

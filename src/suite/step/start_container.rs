@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Scope, StepDef};
+use super::{CheckError, Kind, Scope, StepDef};
 use crate::world::{StepError, World};
 
 /// `start_container`: the container's alias.
@@ -15,7 +15,7 @@ impl StepDef for StartContainer {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Starts a container by alias.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.0)
     }
 

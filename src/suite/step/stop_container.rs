@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::CriClient;
 use crate::world::{StepError, World};
 
@@ -44,7 +44,7 @@ impl StepDef for StopContainer {
     const KIND: Kind = Kind::Setup;
     const ABOUT: &'static str = "Stops a container, with a grace period in seconds (a graceful stop first lets a shell that traps SIGTERM set its trap).";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)
     }
 

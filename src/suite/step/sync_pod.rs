@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Action, Kind, SandboxState, Scope, State, StepDef, TextExpect};
+use super::{
+    is_default, Action, CheckError, Kind, SandboxState, Scope, State, StepDef, TextExpect,
+};
 use crate::cri::{labels, v1};
 use crate::manager::lifecycle::{
     build_container_log_path, build_pod_logs_directory, k8s, pod, Backoff, Clock, ManualClock,
@@ -274,36 +276,43 @@ impl StepDef for SyncPod {
         super::fields_of::<SyncPodExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.pod(&self.alias)?;
         if self.alias.is_empty() {
-            return Err("`as` must name the pod".to_owned());
+            return Err(CheckError::empty("as", "it must name the pod"));
         }
         if self.pod.is_some() && self.file.is_some() {
-            return Err("give the manifest as one of `pod` and `file`".to_owned());
+            return Err(CheckError::conflict("", "pod", "file"));
         }
         match (self.rounds, self.until) {
-            (Some(_), Some(_)) => return Err("give one of `rounds` and `until`".to_owned()),
-            (Some(0), None) => return Err("`rounds` must be at least 1".to_owned()),
+            (Some(_), Some(_)) => return Err(CheckError::conflict("", "rounds", "until")),
+            (Some(0), None) => return Err(CheckError::zero("rounds")),
             (Some(_), None) if self.bound.is_some() => {
-                return Err("`bound` goes with `until`".to_owned())
+                return Err(CheckError::needs(
+                    "bound",
+                    "until",
+                    "it caps `until`'s rounds",
+                ))
             }
             _ => {}
         }
         if self.bound == Some(0) {
-            return Err("`bound` must be at least 1".to_owned());
+            return Err(CheckError::zero("bound"));
         }
         if self.now.is_some_and(|now| now <= 0) {
-            return Err("`now` must be after the epoch".to_owned());
+            return Err(CheckError::before_epoch("now"));
         }
         let sandbox_known = scope.sandbox(&self.alias).is_ok();
         if self.file.is_some() && self.from_file.is_none() {
-            return Err("its `file` was not read: the suite loader reads it".to_owned());
+            return Err(CheckError::rule(
+                "",
+                "its `file` was not read: the suite loader reads it",
+            ));
         }
         if let Some(manifest) = self.pod.as_deref().or(self.from_file.as_deref()) {
             let names = container_names(manifest);
             if pod::containers(manifest).is_empty() {
-                return Err("the pod has no `spec.containers`".to_owned());
+                return Err(CheckError::rule("", "the pod has no `spec.containers`"));
             }
             for name in &names {
                 let alias = format!("{}-{name}", self.alias);
@@ -312,9 +321,12 @@ impl StepDef for SyncPod {
                 }
             }
         } else if !sandbox_known {
-            return Err(format!(
-                "pod `{}` has no manifest yet: give `pod` or `file`",
-                self.alias
+            return Err(CheckError::rule(
+                "",
+                format!(
+                    "pod `{}` has no manifest yet: give `pod` or `file`",
+                    self.alias
+                ),
             ));
         }
         if !sandbox_known {
@@ -887,7 +899,7 @@ mod tests {
         let mut scope = Scope::default();
         assert!(again
             .check(&mut scope)
-            .is_err_and(|e| e.contains("no manifest")));
+            .is_err_and(|e| e.to_string().contains("no manifest")));
         let Ok(first) = step("as: web\npod: {spec: {containers: [{name: app}]}}\n") else {
             panic!("parses")
         };

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_error, is_default, ErrorExpect, Kind, Scope, StepDef};
+use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::observe::Answer;
 use crate::world::{expect_eq, StepError, World};
 
@@ -58,7 +58,7 @@ impl StepDef for Version {
         super::fields_of::<VersionExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.error(self.expect.error.as_ref())
     }
 

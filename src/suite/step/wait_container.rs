@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Kind, Scope, State, StepDef};
+use super::{CheckError, Kind, Scope, State, StepDef};
 use crate::manager::ContainerState;
 use crate::world::{mismatch, StepError, World};
 
@@ -42,10 +42,11 @@ pub(super) fn is_default_within(ms: &u64) -> bool {
 }
 
 /// Checks a suite's wait bound.
-pub(super) fn check_within(ms: u64) -> Result<(), String> {
+pub(super) fn check_within(ms: u64) -> Result<(), CheckError> {
     if ms == 0 || ms > MAX_WITHIN_MS {
-        return Err(format!(
-            "within_ms: {ms} is not in 1-{MAX_WITHIN_MS} milliseconds"
+        return Err(CheckError::rule(
+            "within_ms",
+            format!("{ms} is not in 1-{MAX_WITHIN_MS} milliseconds"),
         ));
     }
     Ok(())
@@ -86,7 +87,7 @@ impl StepDef for WaitContainer {
     const ABOUT: &'static str =
         "Polls `ContainerStatus` until a container is in a state, for at most `within_ms`.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         scope.container(&self.container)?;
         check_within(self.within_ms)
     }

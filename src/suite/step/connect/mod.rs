@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use self::netns::Place;
 // How long a connection may take to answer as expected defaults as every bounded step's does.
 use super::wait_container::{default_within, is_default_within};
-use super::{is_default, Kind, Scope, StepDef, TextExpect};
+use super::{is_default, CheckError, Kind, Scope, StepDef, TextExpect};
 use crate::cri::Endpoint;
 use crate::world::{mismatch, StepError, World};
 
@@ -299,23 +299,23 @@ impl StepDef for Connect {
         super::fields_of::<ConnectExpect>()
     }
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         match (&self.to.sandbox, self.to.port, self.to.host_port) {
             (Some(sandbox), Some(port), None) => {
                 scope.sandbox(sandbox)?;
                 if port == 0 {
-                    return Err("`to.port` must be a port, 1 to 65535".to_owned());
+                    return Err(CheckError::not_a_port("to.port"));
                 }
             }
             (None, None, Some(0)) => {
-                return Err("`to.host_port` must be a port, 1 to 65535".to_owned())
+                return Err(CheckError::not_a_port("to.host_port"))
             }
             (None, None, Some(_)) => {}
             _ => {
-                return Err(
-                    "`to` takes `sandbox` and `port` (a pod's IP), or `host_port` alone (127.0.0.1 of the node)"
-                        .to_owned(),
-                )
+                return Err(CheckError::rule(
+                    "",
+                    "`to` takes `sandbox` and `port` (a pod's IP), or `host_port` alone (127.0.0.1 of the node)",
+                ))
             }
         }
         if let Some(from) = &self.from {
@@ -323,12 +323,12 @@ impl StepDef for Connect {
         }
         if let Some(answer) = &self.expect.answer {
             if self.expect.refused {
-                return Err("`expect` takes `answer` or `refused`, not both".to_owned());
+                return Err(CheckError::conflict("expect", "answer", "refused"));
             }
             scope.text("answer", answer)?;
         }
         if self.within_ms == 0 {
-            return Err("`within_ms` must be above 0".to_owned());
+            return Err(CheckError::zero("within_ms"));
         }
         Ok(())
     }
@@ -419,7 +419,7 @@ mod tests {
         match error {
             None => assert_eq!(result, Ok(())),
             Some(part) => {
-                let message = result.unwrap_err();
+                let message = result.unwrap_err().to_string();
                 assert!(message.contains(part), "{message}");
             }
         }
