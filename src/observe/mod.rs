@@ -3,11 +3,13 @@
 //! and snapshots, the property checkers and the differential all read these values; the one
 //! [`Redactor`] turns them into stable text, and [`render`] writes a snapshot body.
 
+pub mod pod;
 pub mod redact;
 pub mod tree;
 
 use serde::{Serialize, Serializer};
 
+pub use pod::{ActionSeen, ContainerSeen, Exit, PodSeen, ResultSeen, SandboxSeen};
 pub use redact::Redactor;
 pub use tree::Node;
 
@@ -47,14 +49,18 @@ pub enum Answer {
         remains: Vec<String>,
     },
     /// One round of `SyncPod(pod)`: computePodActions' decision, each step's result and the
-    /// pod's runtime state after it, as lines in suite terms.
+    /// pod's runtime state after it, each recorded as its line in suite terms.
     Synced {
-        /// `kill_pod`, `create_sandbox attempt=N`, `start NAME`, `kill NAME`.
-        actions: Vec<String>,
+        /// `kill_pod`, `create_sandbox attempt=N`, `kill NAME`, `start NAME`,
+        /// `resize NAME RESOURCE`.
+        #[serde(serialize_with = "lines")]
+        actions: Vec<ActionSeen>,
         /// `ACTION TARGET: ok` or `ACTION TARGET: ERROR_KIND: message`.
-        results: Vec<String>,
-        /// `sandbox attempt=N: STATE` and `container NAME: STATE restarts=N exit_code=N`.
-        state: Vec<String>,
+        #[serde(serialize_with = "lines")]
+        results: Vec<ResultSeen>,
+        /// `sandbox attempt=N: STATE`, then `container NAME: STATE restarts=N exit_code=N`.
+        #[serde(serialize_with = "state_lines")]
+        state: PodSeen,
     },
     /// `PortForward(pod, port, stream)`: what crossed each connection, in opening order.
     Forwarded {
@@ -109,6 +115,20 @@ fn netns_token<S: Serializer>(path: &str, serializer: S) -> Result<S::Ok, S::Err
     let mut map = serializer.serialize_map(Some(1))?;
     map.serialize_entry("netns", if path.is_empty() { "" } else { "<netns>" })?;
     map.end()
+}
+
+/// Values as their lines, one string each.
+fn lines<'a, T, S>(items: &'a [T], serializer: S) -> Result<S::Ok, S::Error>
+where
+    T: std::fmt::Display + 'a,
+    S: Serializer,
+{
+    serializer.collect_seq(items.iter().map(ToString::to_string))
+}
+
+/// A pod's state as its lines: the sandboxes', then the containers'.
+fn state_lines<S: Serializer>(pod: &PodSeen, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(pod.lines())
 }
 
 /// One CRI call a manager call made, as the client logged it.

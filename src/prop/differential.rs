@@ -2,8 +2,10 @@
 //! mock and to the runtime, the manager's calls are made on both (get_pods, get_pod_status per
 //! pod, kill_pod per pod, then the state left), every answer is observed as a typed value in
 //! suite terms (ids, UIDs and IPs through the one [`Redactor`], taught the scenario's aliases;
-//! no timestamps) and the two observations are compared value by value. A difference is a mock
-//! bug or one of the documented [`EXCEPTIONS`], each a predicate over the two typed values.
+//! no timestamps; sandboxes, containers and step results as [`crate::observe::pod`]'s values,
+//! the ones a `sync_pod` snapshot records) and the two observations are compared value by
+//! value. A difference is a mock bug or one of the documented [`EXCEPTIONS`], each a predicate
+//! over the two typed values.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,10 +25,10 @@ use super::scenario::{scenario, Profile, Scenario, MAX_PODS};
 use crate::cri::v1;
 use crate::manager::{
     Container, ContainerState, ContainerStatus, KubeGenericRuntimeManager, PodSyncResult,
-    RecordingNetworkPlugin, SyncAction,
+    RecordingNetworkPlugin,
 };
 use crate::mock::MockRuntime;
-use crate::observe::Redactor;
+use crate::observe::{ContainerSeen, Exit, Redactor, ResultSeen, SandboxSeen};
 use crate::suite::step::GrpcCode;
 
 /// A sequence of the differential: a scenario and, per pod, whether its kill passes a spec.
@@ -97,59 +99,7 @@ pub struct ListedPod {
     pub containers: Vec<Listed>,
 }
 
-/// Where a container is in its life and, once exited, how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Exit {
-    /// Its state.
-    pub state: ContainerState,
-    /// The exit code (0 until it exits).
-    pub exit_code: i32,
-    /// The runtime's short reason (`Completed`, `Error`; "" until it exits).
-    pub reason: String,
-}
-
-/// A sandbox status in a `get_pod_status` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SandboxSeen {
-    /// Its id, redacted.
-    pub id: String,
-    /// Its state (running is ready).
-    pub state: ContainerState,
-    /// Its IP, redacted (`<ip:s0>`); `None` without one.
-    pub ip: Option<String>,
-    /// The network namespace mode its status echoes; `None` when the status has no namespace
-    /// options, which makes the modern kubelet recreate the sandbox (kubelet rules:
-    /// #has-the-sandbox-changed).
-    pub network: Option<String>,
-    /// Its metadata attempt.
-    pub attempt: u32,
-}
-
-/// A container status in a `get_pod_status` answer.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct ContainerSeen {
-    /// Its id, redacted.
-    pub id: String,
-    /// The container name.
-    pub name: String,
-    /// The image as requested.
-    pub image: String,
-    /// Its state and exit.
-    pub exit: Exit,
-}
-
-/// One sync result of a `kill_pod` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ResultSeen {
-    /// The step.
-    pub action: SyncAction,
-    /// Its target, redacted: a container name, or the pod's UID by its alias (`<uid:p0>`).
-    pub target: String,
-    /// The error kind, if it failed.
-    pub error: Option<String>,
-}
-
-/// A `kill_pod` answer.
+/// A `kill_pod` answer, as the differential compares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KillSeen {
     /// The results, sorted: KillContainer results come in the running pod's container order,
@@ -272,7 +222,9 @@ fn same_items_in_another_order(_path: &str, mock: &Seen, runtime: &Seen) -> bool
 /// Error).
 fn terminated_vs_killed(mock: &Exit, runtime: &Exit) -> bool {
     let exited = |e: &Exit, code: i32, reason: &str| {
-        e.state == ContainerState::Exited && e.exit_code == code && e.reason == reason
+        e.state == ContainerState::Exited
+            && e.exit_code == code
+            && e.reason.as_deref() == Some(reason)
     };
     exited(mock, 0, "Completed") && exited(runtime, 137, "Error")
 }
@@ -285,9 +237,11 @@ fn killed_instead_of_terminated(_path: &str, mock: &Seen, runtime: &Seen) -> boo
         (Seen::Containers(m), Seen::Containers(r)) => {
             m.len() == r.len()
                 && m.iter().zip(r).all(|(m, r)| {
-                    m == r
-                        || ((&m.id, &m.name, &m.image) == (&r.id, &r.name, &r.image)
-                            && terminated_vs_killed(&m.exit, &r.exit))
+                    let others_equal = ContainerSeen {
+                        exit: r.exit.clone(),
+                        ..m.clone()
+                    } == *r;
+                    m == r || (others_equal && terminated_vs_killed(&m.exit, &r.exit))
                 })
         }
         _ => false,
@@ -490,26 +444,27 @@ fn sandbox_seen(redactor: &Redactor, status: &v1::PodSandboxStatus) -> SandboxSe
                 .map_or_else(|_| o.network.to_string(), |m| m.as_str_name().to_owned())
         });
     SandboxSeen {
-        id: redactor.text(&status.id),
+        attempt: status.metadata.as_ref().map_or(0, |m| m.attempt),
         state: ContainerState::from_cri_sandbox(status.state),
+        id: Some(redactor.text(&status.id)),
         ip: ip(
             redactor,
             status.network.as_ref().map_or("", |n| n.ip.as_str()),
         ),
         network,
-        attempt: status.metadata.as_ref().map_or(0, |m| m.attempt),
     }
 }
 
 fn container_seen(redactor: &Redactor, status: &ContainerStatus) -> ContainerSeen {
     ContainerSeen {
-        id: redactor.text(&status.id.id),
+        id: Some(redactor.text(&status.id.id)),
         name: status.name.clone(),
-        image: status.image.clone(),
+        attempt: None,
+        image: Some(status.image.clone()),
         exit: Exit {
             state: status.state,
             exit_code: status.exit_code,
-            reason: status.reason.clone(),
+            reason: Some(status.reason.clone()),
         },
     }
 }
@@ -523,6 +478,8 @@ fn kill_seen(redactor: &Redactor, result: &PodSyncResult) -> KillSeen {
             action: r.action,
             target: redactor.text(&r.target),
             error: r.error.clone(),
+            // Runtimes word their failures differently: the kind is what is compared.
+            message: None,
         })
         .collect();
     results.sort_by(|a, b| {
@@ -703,7 +660,7 @@ async fn observe_left(
         let exit = Exit {
             state: ContainerState::from_cri_container(status.state),
             exit_code: status.exit_code,
-            reason: status.reason,
+            reason: Some(status.reason),
         };
         seen.insert(
             format!("after {}", Naming::container_alias(n)),
@@ -736,48 +693,6 @@ impl fmt::Display for Listed {
         } else {
             write!(f, "{} {} {}", self.id, self.name, self.state.name())
         }
-    }
-}
-
-impl fmt::Display for Exit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} exit={}", self.state.name(), self.exit_code)?;
-        if !self.reason.is_empty() {
-            write!(f, " {}", self.reason)?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for SandboxSeen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} ip={} net={} attempt={}",
-            self.id,
-            self.state.name(),
-            self.ip.as_deref().unwrap_or("none"),
-            self.network.as_deref().unwrap_or("none"),
-            self.attempt
-        )
-    }
-}
-
-impl fmt::Display for ContainerSeen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {} {}", self.id, self.name, self.exit, self.image)
-    }
-}
-
-impl fmt::Display for ResultSeen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {:?} {}",
-            self.action.name(),
-            self.target,
-            self.error.as_deref().unwrap_or("ok")
-        )
     }
 }
 
@@ -814,6 +729,7 @@ impl fmt::Display for Seen {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manager::SyncAction;
 
     fn observed(pairs: Vec<(&str, Seen)>) -> Observed {
         pairs
@@ -843,7 +759,7 @@ mod tests {
         Exit {
             state,
             exit_code,
-            reason: reason.to_owned(),
+            reason: Some(reason.to_owned()),
         }
     }
 
@@ -857,9 +773,10 @@ mod tests {
 
     fn status(id: &str, image: &str, exit: Exit) -> ContainerSeen {
         ContainerSeen {
-            id: id.to_owned(),
+            id: Some(id.to_owned()),
             name: "app".to_owned(),
-            image: image.to_owned(),
+            attempt: None,
+            image: Some(image.to_owned()),
             exit,
         }
     }

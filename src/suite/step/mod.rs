@@ -598,17 +598,17 @@ pub fn reference() -> String {
         (
             "step result",
             "`sync_pod` `expect: {rounds: [{results: [...]}]}`",
-            fields_of::<sync_pod::ResultSeen>(),
+            fields_of::<sync_pod::ResultExpect>(),
         ),
         (
             "container seen",
             "`sync_pod` `expect: {containers: {NAME: ...}}`",
-            fields_of::<sync_pod::ContainerSeen>(),
+            fields_of::<sync_pod::ContainerExpect>(),
         ),
         (
             "sandbox seen",
             "`sync_pod` `expect: {sandboxes: [...]}`",
-            fields_of::<sync_pod::SandboxSeen>(),
+            fields_of::<sync_pod::SandboxExpect>(),
         ),
         (
             "user namespace",

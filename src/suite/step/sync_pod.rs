@@ -21,10 +21,11 @@ use super::{
 use crate::cri::{labels, v1};
 use crate::manager::lifecycle::{
     build_container_log_path, build_pod_logs_directory, k8s, pod, Backoff, Clock, ManualClock,
-    PodSync, ProbeResult, ProbeResults, ResourceName, SyncOptions, WallClock,
+    PodSync, ProbeResult, ProbeResults, SyncOptions, WallClock,
 };
 use crate::manager::ContainerState;
-use crate::observe::Answer;
+use crate::observe::pod::resource_name;
+use crate::observe::{ActionSeen, Answer, ContainerSeen, Exit, PodSeen, ResultSeen, SandboxSeen};
 use crate::suite::embedded::embedded_file;
 use crate::world::{mismatch, StepError, World};
 
@@ -152,13 +153,14 @@ pub struct SyncPodExpect {
     pub rounds: Option<Vec<Round>>,
     /// The newest instance of each container, by name, after the last round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub containers: Option<BTreeMap<String, ContainerSeen>>,
+    pub containers: Option<BTreeMap<String, ContainerExpect>>,
     /// The pod's sandboxes after the last round, by attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandboxes: Option<Vec<SandboxSeen>>,
+    pub sandboxes: Option<Vec<SandboxExpect>>,
 }
 
-/// One round: computePodActions' answer and each step's result.
+/// One round: computePodActions' answer and each step's result (a round seen is compared in
+/// this shape).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -186,16 +188,16 @@ pub struct Round {
     pub resize: Vec<String>,
     /// Each step's result, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub results: Vec<ResultSeen>,
+    pub results: Vec<ResultExpect>,
 }
 
-/// One step's result.
+/// One step's result as a suite expects it: its error kind, not its text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
     expecting = "a sync result: `action`, `target`, `error`"
 )]
-pub struct ResultSeen {
+pub struct ResultExpect {
     /// The action (`start_container`, `create_pod_sandbox`, ...).
     pub action: Action,
     /// Its target: a container name, or the pod as `NAME_NAMESPACE(UID)` redacted.
@@ -205,13 +207,13 @@ pub struct ResultSeen {
     pub error: Option<String>,
 }
 
-/// A container's newest instance.
+/// A container's newest instance as a suite expects it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
     expecting = "a container's state: `state`, `restarts`, `exit_code`"
 )]
-pub struct ContainerSeen {
+pub struct ContainerExpect {
     /// `created`, `running`, `exited` or `unknown`.
     pub state: State,
     /// Its attempt (the kubelet's restart count).
@@ -222,13 +224,13 @@ pub struct ContainerSeen {
     pub exit_code: i32,
 }
 
-/// One sandbox of the pod.
+/// One sandbox of the pod as a suite expects it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
     expecting = "a sandbox's state: `attempt`, `state`"
 )]
-pub struct SandboxSeen {
+pub struct SandboxExpect {
     /// Its attempt.
     #[serde(default, skip_serializing_if = "is_default")]
     pub attempt: u32,
@@ -375,12 +377,6 @@ fn container_names(manifest: &k8s::Pod) -> Vec<String> {
         .collect()
 }
 
-/// What one round left on the runtime, in suite terms.
-struct Seen {
-    containers: BTreeMap<String, ContainerSeen>,
-    sandboxes: Vec<SandboxSeen>,
-}
-
 impl SyncPod {
     /// The manifest to sync, with the case's identity for the alias and catalogue images
     /// resolved.
@@ -453,23 +449,23 @@ impl SyncPod {
                 }
             };
             let now = self.learn(world, manifest).await?;
-            let round = round_of(world, manifest, &sync);
+            let actions = actions_of(manifest, &sync);
+            let results = results_of(world, &sync);
+            let settled = actions.is_empty();
+            let running = pod::containers(manifest).iter().all(|c| {
+                now.container(&c.name)
+                    .is_some_and(|s| s.exit.state == ContainerState::Running)
+            });
+            rounds.push(Round::seen(&actions, &results));
             world.recorder.observe(
                 self.call(number),
                 Ok(Answer::Synced {
-                    actions: action_lines(&round),
-                    results: result_lines(world, &sync),
-                    state: state_lines(&now),
+                    actions,
+                    results,
+                    state: now.clone(),
                 }),
                 None,
             );
-            let settled = !has_actions(&round);
-            let running = pod::containers(manifest).iter().all(|c| {
-                now.containers
-                    .get(&c.name)
-                    .is_some_and(|s| s.state.0 == ContainerState::Running)
-            });
-            rounds.push(round);
             seen = Some(now);
             match self.until {
                 Some(Until::Running) if running => break,
@@ -492,10 +488,17 @@ impl SyncPod {
         }
         if let Some(seen) = seen {
             if let Some(want) = &self.expect.containers {
-                compare("containers", want, &seen.containers)?;
+                let got: BTreeMap<String, ContainerExpect> = seen
+                    .containers
+                    .iter()
+                    .map(|c| (c.name.clone(), ContainerExpect::from(c)))
+                    .collect();
+                compare("containers", want, &got)?;
             }
             if let Some(want) = &self.expect.sandboxes {
-                compare("sandboxes", want, &seen.sandboxes)?;
+                let got: Vec<SandboxExpect> =
+                    seen.sandboxes.iter().map(SandboxExpect::from).collect();
+                compare("sandboxes", want, &got)?;
             }
         }
         Ok(())
@@ -534,7 +537,7 @@ impl SyncPod {
 
     /// Reads the pod's sandboxes and containers through the unrecorded client, names each
     /// instance (the newest by the alias, older ones with their attempt) and returns the state.
-    async fn learn(&self, world: &mut World, manifest: &k8s::Pod) -> Result<Seen, StepError> {
+    async fn learn(&self, world: &mut World, manifest: &k8s::Pod) -> Result<PodSeen, StepError> {
         let uid = pod::uid(manifest).to_owned();
         let mut selector = world.ids.own_selector();
         selector.insert(labels::POD_UID.to_owned(), uid);
@@ -572,15 +575,15 @@ impl SyncPod {
                 log_directory: None,
             });
         }
+        // The list has no IP or network mode, and the sandbox is known by its attempt.
         let sandboxes_seen = sandboxes
             .iter()
             .map(|s| SandboxSeen {
                 attempt: attempt(s.metadata.as_ref()),
-                state: if s.state == v1::PodSandboxState::SandboxReady as i32 {
-                    SandboxState::Ready
-                } else {
-                    SandboxState::NotReady
-                },
+                state: ContainerState::from_cri_sandbox(s.state),
+                id: None,
+                ip: None,
+                network: None,
             })
             .collect();
 
@@ -600,7 +603,8 @@ impl SyncPod {
         let name_of = |c: &v1::Container| c.metadata.as_ref().map(|m| m.name.clone());
         let attempt_of = |c: &v1::Container| c.metadata.as_ref().map_or(0, |m| m.attempt);
         containers.sort_by_key(|c| (name_of(c), attempt_of(c), c.created_at));
-        let mut seen = BTreeMap::new();
+        // Sorted by name, the newest instance of each is pushed in name order.
+        let mut seen = Vec::new();
         for (index, container) in containers.iter().enumerate() {
             let name = name_of(container).unwrap_or_default();
             let number = attempt_of(container);
@@ -637,19 +641,23 @@ impl SyncPod {
             if is_newest {
                 let status = world.runtime.container_status(&container.id).await?;
                 let exit_code = status.status.as_ref().map_or(0, |s| s.exit_code);
-                seen.insert(
+                // Known by its name, the newest instance; its state says what a suite checks.
+                seen.push(ContainerSeen {
+                    id: None,
                     name,
-                    ContainerSeen {
-                        state: State(ContainerState::from_cri_container(container.state)),
-                        restarts: number,
+                    attempt: Some(number),
+                    image: None,
+                    exit: Exit {
+                        state: ContainerState::from_cri_container(container.state),
                         exit_code,
+                        reason: None,
                     },
-                );
+                });
             }
         }
-        Ok(Seen {
-            containers: seen,
+        Ok(PodSeen {
             sandboxes: sandboxes_seen,
+            containers: seen,
         })
     }
 }
@@ -706,8 +714,9 @@ fn beside(suite_file: &str, file: &str) -> String {
     parts.join("/")
 }
 
-/// A round in suite terms.
-fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
+/// computePodActions' decision in suite terms, in the order a round lists it: the pod's kill,
+/// the sandbox, the kills, the starts (init, then app, then ephemeral), the resizes.
+fn actions_of(manifest: &k8s::Pod, sync: &PodSync) -> Vec<ActionSeen> {
     let a = &sync.actions;
     let names = |indices: &[usize], list: &[k8s::Container]| -> Vec<String> {
         indices
@@ -736,108 +745,105 @@ fn round_of(world: &World, manifest: &k8s::Pod, sync: &PodSync) -> Round {
     );
     start.extend(names(&a.containers_to_start, pod::containers(manifest)));
     start.extend(ephemeral);
-    Round {
-        kill_pod: a.kill_pod,
-        create_sandbox: a.create_sandbox,
-        attempt: a.create_sandbox.then_some(a.attempt),
-        start,
-        kill: a
-            .containers_to_kill
+    let mut actions = Vec::new();
+    if a.kill_pod {
+        actions.push(ActionSeen::KillPod);
+    }
+    if a.create_sandbox {
+        actions.push(ActionSeen::CreateSandbox { attempt: a.attempt });
+    }
+    actions.extend(
+        a.containers_to_kill
             .values()
-            .map(|k| k.name.clone())
-            .collect(),
-        resize: a
-            .containers_to_update
+            .map(|k| ActionSeen::Kill(k.name.clone())),
+    );
+    actions.extend(start.into_iter().map(ActionSeen::Start));
+    actions.extend(
+        a.containers_to_update
             .iter()
             .flat_map(|(resource, updates)| {
-                let resource = match resource {
-                    ResourceName::Memory => "memory",
-                    ResourceName::Cpu => "cpu",
-                };
-                updates
-                    .iter()
-                    .map(move |u| format!("{} {resource}", u.name))
-            })
-            .collect(),
-        results: sync
-            .result
-            .results
-            .iter()
-            .map(|r| ResultSeen {
-                action: Action(r.action),
-                target: target(world, manifest, &r.target),
-                error: r.error.clone(),
-            })
-            .collect(),
-    }
+                updates.iter().map(|u| ActionSeen::Resize {
+                    container: u.name.clone(),
+                    resource: *resource,
+                })
+            }),
+    );
+    actions
 }
 
-/// A result's target in suite terms: a container name stays, anything else is redacted.
-fn target(world: &World, manifest: &k8s::Pod, target: &str) -> String {
-    if container_names(manifest).iter().any(|n| n == target) {
-        target.to_owned()
-    } else {
-        world.redact(target)
-    }
-}
-
-fn has_actions(round: &Round) -> bool {
-    round.kill_pod
-        || round.create_sandbox
-        || !round.start.is_empty()
-        || !round.kill.is_empty()
-        || !round.resize.is_empty()
-}
-
-fn action_lines(round: &Round) -> Vec<String> {
-    let mut lines = Vec::new();
-    if round.kill_pod {
-        lines.push("kill_pod".to_owned());
-    }
-    if let Some(attempt) = round.attempt {
-        lines.push(format!("create_sandbox attempt={attempt}"));
-    }
-    lines.extend(round.kill.iter().map(|name| format!("kill {name}")));
-    lines.extend(round.start.iter().map(|name| format!("start {name}")));
-    lines.extend(round.resize.iter().map(|what| format!("resize {what}")));
-    lines
-}
-
-fn result_lines(world: &World, sync: &PodSync) -> Vec<String> {
+/// Each step's result, its target and failure text redacted.
+fn results_of(world: &World, sync: &PodSync) -> Vec<ResultSeen> {
     sync.result
         .results
         .iter()
-        .map(|r| {
-            let target = world.redact(&r.target);
-            match &r.error {
-                None => format!("{} {target}: ok", r.action.name()),
-                Some(kind) => format!(
-                    "{} {target}: {kind}: {}",
-                    r.action.name(),
-                    world.redact(&r.message)
-                ),
-            }
+        .map(|r| ResultSeen {
+            action: r.action,
+            target: world.redact(&r.target),
+            error: r.error.clone(),
+            message: r.error.is_some().then(|| world.redact(&r.message)),
         })
         .collect()
 }
 
-fn state_lines(seen: &Seen) -> Vec<String> {
-    let sandboxes = seen.sandboxes.iter().map(|s| {
-        let state = match s.state {
-            SandboxState::Ready => "ready",
-            SandboxState::NotReady => "not_ready",
+impl Round {
+    /// A round seen, in the shape a suite writes it.
+    fn seen(actions: &[ActionSeen], results: &[ResultSeen]) -> Self {
+        let mut round = Round {
+            results: results.iter().map(ResultExpect::from).collect(),
+            ..Round::default()
         };
-        format!("sandbox attempt={}: {state}", s.attempt)
-    });
-    let containers = seen.containers.iter().map(|(name, c)| {
-        format!(
-            "container {name}: {} restarts={} exit_code={}",
-            c.state.0.name(),
-            c.restarts,
-            c.exit_code
-        )
-    });
-    sandboxes.chain(containers).collect()
+        for action in actions {
+            match action {
+                ActionSeen::KillPod => round.kill_pod = true,
+                ActionSeen::CreateSandbox { attempt } => {
+                    round.create_sandbox = true;
+                    round.attempt = Some(*attempt);
+                }
+                ActionSeen::Kill(name) => round.kill.push(name.clone()),
+                ActionSeen::Start(name) => round.start.push(name.clone()),
+                ActionSeen::Resize {
+                    container,
+                    resource,
+                } => round
+                    .resize
+                    .push(format!("{container} {}", resource_name(*resource))),
+            }
+        }
+        round
+    }
+}
+
+impl From<&ResultSeen> for ResultExpect {
+    fn from(seen: &ResultSeen) -> Self {
+        Self {
+            action: Action(seen.action),
+            target: seen.target.clone(),
+            error: seen.error.clone(),
+        }
+    }
+}
+
+impl From<&ContainerSeen> for ContainerExpect {
+    fn from(seen: &ContainerSeen) -> Self {
+        Self {
+            state: State(seen.exit.state),
+            restarts: seen.attempt.unwrap_or_default(),
+            exit_code: seen.exit.exit_code,
+        }
+    }
+}
+
+impl From<&SandboxSeen> for SandboxExpect {
+    fn from(seen: &SandboxSeen) -> Self {
+        Self {
+            attempt: seen.attempt,
+            state: if seen.is_ready() {
+                SandboxState::Ready
+            } else {
+                SandboxState::NotReady
+            },
+        }
+    }
 }
 
 /// Compares an expectation with what was seen, both printed on one line.
