@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, Kind, Scope, StepDef};
+use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::control::InjectLatencyRequest;
 use crate::world::{control_failed, StepError, World};
 
@@ -50,12 +50,13 @@ impl StepDef for MockHoldCall {
     const ABOUT: &'static str =
         "Holds the next calls of one CRI method (or those naming one sandbox or container) open for a while before they take effect.";
 
-    fn check(&self, scope: &mut Scope) -> Result<(), String> {
+    fn check(&self, scope: &mut Scope) -> Result<(), CheckError> {
         if self.ms == 0 {
-            return Err("`ms` must be above 0: a hold of nothing holds nothing".to_owned());
+            return Err(CheckError::zero("ms"));
         }
         if self.count == 0 {
-            return Err("`count` must be above 0 (the mock reads 0 as every call)".to_owned());
+            // The mock reads a count of 0 as every call until reset; a suite says how many.
+            return Err(CheckError::zero("count"));
         }
         if let Some(alias) = &self.target {
             scope.either(alias)?;
@@ -107,7 +108,7 @@ mod tests {
         let step: MockHoldCall = serde_saphyr::from_str(yaml).unwrap();
         match (step.check(&mut Scope::default()), refusal) {
             (Ok(()), None) => {}
-            (Err(message), Some(wanted)) => assert!(message.contains(wanted), "{message}"),
+            (Err(error), Some(wanted)) => assert!(error.to_string().contains(wanted), "{error}"),
             (got, wanted) => panic!("got {got:?}, wanted a refusal {wanted:?}"),
         }
     }
