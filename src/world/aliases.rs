@@ -74,6 +74,11 @@ impl Aliases {
             .ok_or_else(|| StepError::Unknown(format!("no container `{alias}`")))
     }
 
+    /// The id a mock fault aims at: the one `alias` names, or "" (every call) without one.
+    pub fn target_id(&self, alias: Option<&str>) -> Result<String, StepError> {
+        alias.map_or_else(|| Ok(String::new()), |alias| self.id(alias))
+    }
+
     /// The id of the sandbox or container an alias names (aliases are unique across both).
     pub fn id(&self, alias: &str) -> Result<String, StepError> {
         self.sandboxes

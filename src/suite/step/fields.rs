@@ -24,6 +24,15 @@ pub(crate) fn is_true(value: &bool) -> bool {
     *value
 }
 
+/// A count of 1, the default of counts that say how many calls or connections.
+pub(crate) fn one() -> u32 {
+    1
+}
+
+pub(crate) fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }

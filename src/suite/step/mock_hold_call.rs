@@ -6,17 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_default, CheckError, Kind, Scope, StepDef};
+use super::{is_default, is_one, one, CheckError, Kind, Scope, StepDef};
 use crate::cri::control::InjectLatencyRequest;
 use crate::world::{control_failed, StepError, World};
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
 
 /// `mock_hold_call`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,10 +57,7 @@ impl StepDef for MockHoldCall {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let target_id = match &self.target {
-            Some(alias) => world.aliases.id(alias)?,
-            None => String::new(),
-        };
+        let target_id = world.aliases.target_id(self.target.as_deref())?;
         let request = InjectLatencyRequest {
             method: self.method.clone(),
             delay_ms: self.ms,

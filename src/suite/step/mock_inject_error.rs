@@ -3,17 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CheckError, GrpcCode, Kind, Scope, StepDef};
+use super::{is_one, one, CheckError, GrpcCode, Kind, Scope, StepDef};
 use crate::cri::control::InjectErrorRequest;
 use crate::world::{control_failed, StepError, World};
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
 
 /// `mock_inject_error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,10 +95,7 @@ impl StepDef for MockInjectError {
         {
             return Ok(());
         }
-        let target_id = match &self.target {
-            Some(alias) => world.aliases.id(alias)?,
-            None => String::new(),
-        };
+        let target_id = world.aliases.target_id(self.target.as_deref())?;
         let request = InjectErrorRequest {
             method: self.method.clone(),
             code: self.code.0 as i32,

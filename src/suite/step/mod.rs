@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use check_network::NetworkState;
-pub(crate) use fields::{busybox, is_busybox, is_default, is_true, yes};
+pub(crate) use fields::{busybox, is_busybox, is_default, is_one, is_true, one, yes};
 pub use fields::{
     check_call, check_error, Action, ErrorExpect, ErrorKind, GrpcCode, SandboxState, State,
     TextExpect, BUSYBOX, GRPC_CODES,

@@ -14,7 +14,9 @@ use tokio::sync::Barrier;
 use tokio::time::Instant;
 
 use super::exec::{default_within, is_default_within};
-use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect};
+use super::{
+    check_error, is_default, is_one, one, CheckError, ErrorExpect, Kind, Scope, StepDef, TextExpect,
+};
 use crate::observe::{Answer, Exchange};
 use crate::world::{StepError, World};
 
@@ -34,14 +36,6 @@ static URL: LazyLock<Regex> =
 /// state directory, which differs from machine to machine.
 static NETNS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\x22/[^\s\x22]*netns[^\s\x22]*\x22").expect("valid"));
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
 
 /// `port_forward`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
