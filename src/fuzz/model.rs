@@ -440,7 +440,7 @@ impl Model {
             Call::RemoveContainer(t) if self.container_gone(t) => {
                 expect(Ok, "container.remove.idempotent")
             }
-            Call::RemoveContainer(_) => expect(Ok, "container.remove.gone"),
+            Call::RemoveContainer(_) => expect(Ok, "container.remove.any-state"),
             Call::ContainerStatus(t) if self.container_gone(t) => {
                 expect(NotFound, "container.status.unknown-not-found")
             }

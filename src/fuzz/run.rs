@@ -408,7 +408,7 @@ async fn sequence_body(env: &Env, ops: &[Op], executed: &mut Executed) -> Result
         }
         if let Err(err) = client.remove_container(id).await {
             executed.failure = Some(end(
-                "container.remove.gone",
+                "container.remove.any-state",
                 format!("RemoveContainer c{n}"),
                 err,
             ));
