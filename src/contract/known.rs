@@ -1,7 +1,8 @@
 //! Known findings (`run --known FILE`): where a runtime, at a range of versions, breaks a
-//! `must` clause in a way already reported upstream. The runner reports a listed case that
-//! fails there as `known` rather than failed, and flags one that passes, since the runtime may
-//! have fixed it; this file reads the findings and answers which one holds for a case.
+//! `must` clause, each with its upstream report (or, where none matches, a reference that says
+//! so and names the nearest). The runner reports a listed case that fails there as `known`
+//! rather than failed, and flags one that passes, since the runtime may have fixed it; this file
+//! reads the findings and answers which one holds for a case.
 
 use std::path::Path;
 
@@ -70,7 +71,8 @@ pub struct Finding {
     pub case: String,
     /// The `must` clause it breaks.
     pub clause: String,
-    /// Where it is reported upstream: an issue, or the commit that fixed it.
+    /// Where it is reported upstream: an issue, or the commit that fixed it; for a break no
+    /// upstream report matches, words saying so and the nearest report.
     pub reference: String,
     /// What the runtime does, in a line.
     #[serde(default)]
