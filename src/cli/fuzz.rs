@@ -1,8 +1,9 @@
 //! `cri-harness fuzz`: random sequences of CRI calls on a runtime (or the built-in mock, a
 //! fresh one per sequence), each answer and the runtime's listed state checked against the
-//! contract's model by clause, for a bounded time. Prints sequences and calls per second; a
-//! break no known finding lists is shrunk and printed as a suite case that `run --suites DIR`
-//! replays, and its seed as a line of proptest's regression file.
+//! contract's model by clause, for a bounded time. Prints sequences and calls per second. A
+//! break no known finding lists is run again: one that holds on every replay is shrunk and
+//! printed as a suite case that `run --suites DIR` replays, and its seed as a line of proptest's
+//! regression file; one that does not is reported flaky, with its calls as found.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,9 +48,13 @@ pub struct Args {
     /// reported as known and the run goes on
     #[arg(long, value_name = "FILE|DIR")]
     known: Option<PathBuf>,
-    /// Write the shrunk failing sequence to FILE as a suite (replay: `run --suites DIR`)
+    /// Write the shrunk failing sequence, and each flaky clause's first sequence as found, to
+    /// FILE as a suite (replay: `run --suites DIR`, with `--repeat N` for a flaky one)
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Fail the run on a flaky break too (one that only some replays of its calls showed)
+    #[arg(long)]
+    strict: bool,
     /// Append the failing sequence's seed to this proptest regression file
     #[arg(long, value_name = "FILE")]
     regressions: Option<PathBuf>,
@@ -144,42 +149,71 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
             seen.count, seen.reference, seen.example.expected, seen.example.actual
         );
     }
-    for (failure, seed_line) in &report.unreproduced {
-        println!("unreproduced (the same sequence, run again, passed: a race?): {failure}\n  seed: {seed_line}");
+    for (clause, flaky) in &report.flaky {
+        let example = &flaky.example;
+        println!(
+            "flaky [{clause}] in {} sequences: the first broke it in {} of {} runs of its calls \
+             (a race: not shrunk): {}\n  seed: {}",
+            flaky.count, flaky.failed_runs, flaky.runs, example.failure, example.seed_line
+        );
+        for (i, call) in example.calls.iter().enumerate() {
+            println!("    {i}: {call:?}");
+        }
     }
-    let Some(shrunk) = &report.failure else {
+    if let Some(shrunk) = &report.failure {
+        println!(
+            "FAILED [{}] after {:.1} s, in every one of {} runs: {}\n  shrunk from {} to {} calls in \
+             {} runs:",
+            shrunk.failure.clause,
+            shrunk.found_after.as_secs_f64(),
+            fuzz::run::REPLAYS + 1,
+            shrunk.failure,
+            shrunk.original_calls,
+            shrunk.calls.len(),
+            shrunk.shrink_runs
+        );
+        for (i, call) in shrunk.calls.iter().enumerate() {
+            println!("    {i}: {call:?}");
+        }
+        println!("  seed: {} # shrinks to {:?}", shrunk.seed_line, shrunk.ops);
+    }
+    if report.failure.is_none() && report.flaky.is_empty() {
         println!("no break of the contract found");
         return Ok(ExitCode::SUCCESS);
-    };
-    println!(
-        "FAILED [{}] after {:.1} s: {}\n  shrunk from {} to {} calls in {} runs:",
-        shrunk.failure.clause,
-        shrunk.found_after.as_secs_f64(),
-        shrunk.failure,
-        shrunk.original_calls,
-        shrunk.calls.len(),
-        shrunk.shrink_runs
-    );
-    for (i, call) in shrunk.calls.iter().enumerate() {
-        println!("    {i}: {call:?}");
     }
-    println!("  seed: {} # shrinks to {:?}", shrunk.seed_line, shrunk.ops);
     let defects: String = args
         .mock_defects
         .iter()
         .map(|d| format!(" --mock-defect {d:?}"))
         .collect();
-    let about = format!(
-        "Shrunk by `cri-harness fuzz{}{defects} --seed {seed} --max-calls {}`: {}",
+    let command = format!(
+        "cri-harness fuzz{}{defects} --seed {seed} --max-calls {}",
         if mock { " --mock" } else { "" },
         args.max_calls,
-        shrunk.failure
     );
-    let case = print::suite_case(shrunk, &about);
+    let mut cases = Vec::new();
+    if let Some(shrunk) = &report.failure {
+        cases.push(print::suite_case(
+            shrunk,
+            &format!("Shrunk by `{command}`: {}", shrunk.failure),
+        ));
+    }
+    for (clause, flaky) in &report.flaky {
+        let mut case = print::suite_case(
+            &flaky.example,
+            &format!(
+                "Found by `{command}`, not shrunk: its calls broke the clause in {} of {} runs. \
+                 Replay it with --repeat. {}",
+                flaky.failed_runs, flaky.runs, flaky.example.failure
+            ),
+        );
+        case.name = format!("fuzz-flaky-{}", clause.replace('.', "-"));
+        cases.push(case);
+    }
     let suite = print::suite_file(
         &format!("fuzz-{seed}"),
-        &format!("The shrunk failing sequence of `cri-harness fuzz --seed {seed}`."),
-        &[case],
+        &format!("The failing sequences of `cri-harness fuzz --seed {seed}`."),
+        &cases,
     )
     .map_err(|e| anyhow::anyhow!("rendering the suite: {e}"))?;
     println!("--- suite file ---\n{suite}");
@@ -190,12 +224,25 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
         std::fs::write(path, &suite).with_context(|| format!("writing {}", path.display()))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         println!(
-            "written to {}; replay: cri-harness run{}{defects} --suites {}",
+            "written to {}; replay: cri-harness run{}{defects} --suites {}{}",
             path.display(),
             if mock { " --mock" } else { "" },
-            dir.map_or_else(|| ".".to_owned(), |d| d.display().to_string())
+            dir.map_or_else(|| ".".to_owned(), |d| d.display().to_string()),
+            if report.flaky.is_empty() {
+                ""
+            } else {
+                " (--repeat 20 for a flaky case)"
+            }
         );
     }
+    let Some(shrunk) = &report.failure else {
+        if args.strict {
+            println!("FAILED: flaky breaks fail the run under --strict");
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("flaky breaks only: reported, not failing the run (--strict fails it)");
+        return Ok(ExitCode::SUCCESS);
+    };
     if let Some(path) = &args.regressions {
         use std::io::Write as _;
         let mut file = std::fs::OpenOptions::new()

@@ -2,8 +2,10 @@
 //! answer checked by the clause the model names; after each call the runtime's listing of the
 //! sequence's own objects (by its run and case labels) is checked against the model as well,
 //! and at the end, once the model's objects are removed, that nothing of the sequence is left.
-//! Workers run sequences side by side; a failure no known finding explains is shrunk with
-//! proptest's value tree to the fewest calls that still break the same clause.
+//! Workers run sequences side by side. A failure no known finding explains is run again: one
+//! that every replay shows is shrunk with proptest's value tree to the fewest calls that still
+//! break the same clause; one that only some replays show is a race, counted as flaky and kept
+//! as found (a shrink needs a break that holds), and the run goes on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -929,8 +931,8 @@ fn numbers<'a>(answered: impl Iterator<Item = &'a str>, ids: &[String]) -> BTree
         .collect()
 }
 
-/// How many times a failing sequence is run again to tell a break from a race.
-const REPRODUCE_TRIES: usize = 3;
+/// How many times a failing sequence is run again to tell a break that holds from a race.
+pub const REPLAYS: usize = 10;
 
 /// Where sequences run.
 #[derive(Debug, Clone)]
@@ -962,7 +964,7 @@ pub struct Options {
     pub known: Option<(KnownFindings, String, String)>,
 }
 
-/// A failure shrunk.
+/// A failure, shrunk (or as found, for a flaky one: `shrink_runs` is then 0).
 #[derive(Debug, Clone)]
 pub struct Shrunk {
     /// The break.
@@ -996,6 +998,19 @@ pub struct KnownSeen {
     pub example: Failure,
 }
 
+/// Breaks of one clause that the same calls, run again, showed only some of the time.
+#[derive(Debug, Clone)]
+pub struct FlakySeen {
+    /// How many sequences broke the clause without holding on every replay.
+    pub count: u64,
+    /// The first of them, as found.
+    pub example: Shrunk,
+    /// How many runs of the example's calls broke the clause, the first run included.
+    pub failed_runs: usize,
+    /// How many runs of them there were: the first and [`REPLAYS`] more.
+    pub runs: usize,
+}
+
 /// What a fuzz run found.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -1007,10 +1022,10 @@ pub struct Report {
     pub elapsed: Duration,
     /// Known findings met, by clause.
     pub known: BTreeMap<&'static str, KnownSeen>,
-    /// The first unknown failure, shrunk.
+    /// The first unknown failure that held on every replay, shrunk.
     pub failure: Option<Shrunk>,
-    /// Breaks that the same sequence, run again, did not show: each with its seed line.
-    pub unreproduced: Vec<(Failure, String)>,
+    /// Unknown breaks that some replays of the same calls did not show, by clause.
+    pub flaky: BTreeMap<&'static str, FlakySeen>,
 }
 
 impl Report {
@@ -1150,24 +1165,35 @@ fn worker(
                 });
             continue;
         }
-        // A break the same sequence does not show again is a race of the runtime's: reported
-        // apart, as unreproduced, rather than shrunk (a shrink needs a failure that holds).
+        // A break the same calls do not show every time is a race of the runtime's: counted
+        // as flaky and kept as found, and the run goes on.
         let clause = failure.clause;
-        let mut reproduced = false;
-        for again in 0..REPRODUCE_TRIES {
+        let fails = |e: &Executed| e.failure.as_ref().is_some_and(|f| f.clause == clause);
+        let mut failed_runs = 1;
+        for again in 0..REPLAYS {
             let rerun =
                 handle.block_on(run_one(shared, worker, format!("{case}-r{again}"), &ops))?;
-            if rerun.failure.as_ref().is_some_and(|f| f.clause == clause) {
-                reproduced = true;
-                break;
+            if fails(&rerun) {
+                failed_runs += 1;
             }
         }
-        if !reproduced {
+        if failed_runs <= REPLAYS {
+            let found_after = shared.started.elapsed();
+            let example = found(failure, ops, executed, worker, &seed, found_after, 0);
             let mut report = shared
                 .report
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            report.unreproduced.push((failure, seed_line(&seed)));
+            report
+                .flaky
+                .entry(clause)
+                .and_modify(|f| f.count += 1)
+                .or_insert(FlakySeen {
+                    count: 1,
+                    example,
+                    failed_runs,
+                    runs: REPLAYS + 1,
+                });
             continue;
         }
         if shared.stop.swap(true, Ordering::Relaxed) {
@@ -1178,7 +1204,6 @@ fn worker(
         let original_calls = executed.calls.len();
         let mut best = (ops, executed);
         let mut runs = 0u64;
-        let fails = |e: &Executed| e.failure.as_ref().is_some_and(|f| f.clause == clause);
         if tree.simplify() {
             while runs < 2000 {
                 runs += 1;
@@ -1196,34 +1221,51 @@ fn worker(
             }
         }
         let (ops, executed) = best;
-        let Some(failure) = executed.failure else {
+        let Some(failure) = executed.failure.clone() else {
             continue;
         };
-        let calls = match failure.at {
-            Some(at) => executed.calls[..=at].to_vec(),
-            None => executed.calls,
-        };
+        let mut shrunk = found(failure, ops, executed, worker, &seed, found_after, runs);
+        shrunk.original_calls = original_calls;
         let mut report = shared
             .report
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        report.failure = Some(Shrunk {
-            failure,
-            ops,
-            calls,
-            removable_setup: executed.removable_setup,
-            removable: REMOVABLE_IMAGES.get(worker).map(|s| (*s).to_owned()),
-            seed_line: seed_line(&seed),
-            found_after,
-            shrink_runs: runs,
-            original_calls,
-        });
+        report.failure = Some(shrunk);
         return Ok(());
     }
     Ok(())
 }
 
-/// Runs the fuzzer until its time, its sequence bound or a failure no known finding explains.
+/// A failure with the calls that made it, up to the break, as a worker ran them.
+fn found(
+    failure: Failure,
+    ops: Vec<Op>,
+    executed: Executed,
+    worker: usize,
+    seed: &[u8; 32],
+    found_after: Duration,
+    shrink_runs: u64,
+) -> Shrunk {
+    let original_calls = executed.calls.len();
+    let calls = match failure.at {
+        Some(at) => executed.calls[..=at].to_vec(),
+        None => executed.calls,
+    };
+    Shrunk {
+        failure,
+        ops,
+        calls,
+        removable_setup: executed.removable_setup,
+        removable: REMOVABLE_IMAGES.get(worker).map(|s| (*s).to_owned()),
+        seed_line: seed_line(seed),
+        found_after,
+        shrink_runs,
+        original_calls,
+    }
+}
+
+/// Runs the fuzzer until its time, its sequence bound or a failure that no known finding explains
+/// and every replay shows.
 pub async fn fuzz(options: Options) -> Result<Report, FuzzError> {
     let parallel = options.parallel.max(1);
     let shared = Arc::new(Shared {

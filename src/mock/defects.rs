@@ -4,6 +4,7 @@
 //! [`MockRuntime::with_defects`](super::MockRuntime::with_defects) turns them on.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One deliberate break of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,6 +66,10 @@ pub enum Defect {
     ListContainerStatsIgnoresLabelFilter,
     /// ListPodSandbox drops the filter's state: sandboxes of every state answer.
     ListSandboxDropsStateFilter,
+    /// StopContainer of a container whose process has exited fails, in every other mock made
+    /// with this defect in the process (the first, the third, ...): the same calls break the
+    /// contract in one run and not in the next, as a runtime's race does.
+    RacyStopOfExitedContainer,
 }
 
 impl Defect {
@@ -93,8 +98,24 @@ impl Defect {
         Defect::UpdatedResourcesNotReported,
         Defect::ListContainerStatsIgnoresLabelFilter,
         Defect::ListSandboxDropsStateFilter,
+        Defect::RacyStopOfExitedContainer,
     ];
+
+    /// The defects a new mock made with `asked` has: [`Defect::RacyStopOfExitedContainer`]
+    /// only in every other such mock.
+    pub(crate) fn of_instance(asked: impl IntoIterator<Item = Defect>) -> Defects {
+        let mut defects: Defects = asked.into_iter().collect();
+        if defects.contains(&Defect::RacyStopOfExitedContainer)
+            && RACY_INSTANCES.fetch_add(1, Ordering::Relaxed) % 2 == 1
+        {
+            defects.remove(&Defect::RacyStopOfExitedContainer);
+        }
+        defects
+    }
 }
+
+/// Mocks made with [`Defect::RacyStopOfExitedContainer`] so far in this process.
+static RACY_INSTANCES: AtomicU64 = AtomicU64::new(0);
 
 /// The defects one mock instance has.
 pub(crate) type Defects = BTreeSet<Defect>;

@@ -127,7 +127,7 @@ impl MockRuntime {
     /// case catches a runtime with that defect.
     pub fn with_defects(defects: impl IntoIterator<Item = Defect>) -> Self {
         let mock = Self::default();
-        mock.lock().defects.extend(defects);
+        mock.lock().defects = Defect::of_instance(defects);
         mock
     }
 

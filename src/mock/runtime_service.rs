@@ -605,6 +605,18 @@ fn stop_container(
         Err(RpcError::ContainerNotFound { .. }) => return Ok(v1::StopContainerResponse {}),
         Err(err) => return Err(err),
     };
+    if MockRuntime::has(inner, Defect::RacyStopOfExitedContainer)
+        && inner
+            .state
+            .containers
+            .update(key, |c| c.status.state == ContainerExited as i32)
+            == Some(true)
+    {
+        return Err(RpcError::ProcessRefused {
+            method: "StopContainer",
+            reason: "the container's process has exited and its end is not yet recorded".into(),
+        });
+    }
     // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
     let stopped = inner.state.containers.update(key, |c| {
         let before = c.status.state;
