@@ -39,11 +39,7 @@ async fn clean(leases: &Path, endpoint: &str, extra: &[&str]) -> (Output, String
         .output()
         .await
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = support::printed(&output);
     (output, text)
 }
 

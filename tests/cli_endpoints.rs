@@ -18,11 +18,7 @@ fn harness(env: &[(&str, &str)]) -> Command {
 
 async fn harness_output(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
     let output = harness(env).args(args).output().await.unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = support::printed(&output);
     (output, text)
 }
 

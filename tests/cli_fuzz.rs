@@ -19,11 +19,7 @@ fn fuzz(dir: &Path, defect: &str, extra: &[&str]) -> (Option<i32>, String) {
         .args(extra)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = support::printed(&output);
     (output.status.code(), text)
 }
 

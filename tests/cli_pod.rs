@@ -32,14 +32,6 @@ async fn pod(
     .expect("the command's thread")
 }
 
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// The pod's sandboxes and containers on the runtime, by its uid label.
 async fn left(client: &CriClient) -> (usize, usize) {
     let objects = support::labelled_by(client, labels::POD_UID, UID).await;
@@ -68,7 +60,7 @@ async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool
         root.path().to_owned(),
     )
     .await;
-    let out = text(&applied);
+    let out = support::printed(&applied);
     assert!(applied.status.success(), "{out}");
     if with_init {
         assert!(
@@ -95,7 +87,7 @@ async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool
         .is_dir());
 
     let deleted = pod("delete", manifest, endpoint, root.path().to_owned()).await;
-    let out = text(&deleted);
+    let out = support::printed(&deleted);
     assert!(deleted.status.success(), "{out}");
     assert!(out.contains("deleted"), "{out}");
     assert_eq!(left(client).await, (0, 0), "{out}");

@@ -10,11 +10,7 @@ fn prop(args: &[&str]) -> (bool, String) {
         .args(args)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = support::printed(&output);
     (output.status.success(), text)
 }
 

@@ -1168,6 +1168,9 @@ fn worker(
         // A break the same calls do not show every time is a race of the runtime's: counted
         // as flaky and kept as found, and the run goes on.
         let clause = failure.clause;
+        let keep = |failure, ops, executed, found_after, shrunk| {
+            found(failure, ops, executed, worker, &seed, found_after, shrunk)
+        };
         let fails = |e: &Executed| e.failure.as_ref().is_some_and(|f| f.clause == clause);
         let mut failed_runs = 1;
         for again in 0..REPLAYS {
@@ -1179,7 +1182,8 @@ fn worker(
         }
         if failed_runs <= REPLAYS {
             let found_after = shared.started.elapsed();
-            let example = found(failure, ops, executed, worker, &seed, found_after, 0);
+            let calls = executed.calls.len();
+            let example = keep(failure, ops, executed, found_after, (0, calls));
             let mut report = shared
                 .report
                 .lock()
@@ -1224,8 +1228,7 @@ fn worker(
         let Some(failure) = executed.failure.clone() else {
             continue;
         };
-        let mut shrunk = found(failure, ops, executed, worker, &seed, found_after, runs);
-        shrunk.original_calls = original_calls;
+        let shrunk = keep(failure, ops, executed, found_after, (runs, original_calls));
         let mut report = shared
             .report
             .lock()
@@ -1236,7 +1239,8 @@ fn worker(
     Ok(())
 }
 
-/// A failure with the calls that made it, up to the break, as a worker ran them.
+/// A failure with the calls that made it, up to the break, as a worker ran them; `shrunk` is
+/// the shrink's runs and the calls of the failure as first found.
 fn found(
     failure: Failure,
     ops: Vec<Op>,
@@ -1244,9 +1248,8 @@ fn found(
     worker: usize,
     seed: &[u8; 32],
     found_after: Duration,
-    shrink_runs: u64,
+    (shrink_runs, original_calls): (u64, usize),
 ) -> Shrunk {
-    let original_calls = executed.calls.len();
     let calls = match failure.at {
         Some(at) => executed.calls[..=at].to_vec(),
         None => executed.calls,

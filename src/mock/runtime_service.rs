@@ -605,25 +605,21 @@ fn stop_container(
         Err(RpcError::ContainerNotFound { .. }) => return Ok(v1::StopContainerResponse {}),
         Err(err) => return Err(err),
     };
-    if MockRuntime::has(inner, Defect::RacyStopOfExitedContainer)
-        && inner
-            .state
-            .containers
-            .update(key, |c| c.status.state == ContainerExited as i32)
-            == Some(true)
-    {
-        return Err(RpcError::ProcessRefused {
-            method: "StopContainer",
-            reason: "the container's process has exited and its end is not yet recorded".into(),
-        });
-    }
+    let racy = MockRuntime::has(inner, Defect::RacyStopOfExitedContainer);
     // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
     let stopped = inner.state.containers.update(key, |c| {
+        if racy && c.status.state == ContainerExited as i32 {
+            return Err(RpcError::ProcessRefused {
+                method: "StopContainer",
+                reason: "the container's process has exited and its end is not yet recorded".into(),
+            });
+        }
         let before = c.status.state;
         stop_process(&mut c.status, now, request.timeout > 0);
-        (before != c.status.state).then(|| (c.status.id.clone(), c.pod_sandbox_id.clone()))
+        Ok((before != c.status.state).then(|| (c.status.id.clone(), c.pod_sandbox_id.clone())))
     });
-    if let Some((id, sandbox_id)) = stopped.flatten() {
+    let stopped = stopped.transpose()?.flatten();
+    if let Some((id, sandbox_id)) = stopped {
         events::emit(inner, &id, &sandbox_id, Kind::ContainerStoppedEvent, None);
     }
     Ok(v1::StopContainerResponse {})

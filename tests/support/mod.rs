@@ -200,6 +200,15 @@ pub fn harness() -> std::process::Command {
     command
 }
 
+/// What a finished command printed: its stdout, then its stderr.
+pub fn printed(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// The built binary.
 pub const BINARY: &str = env!("CARGO_BIN_EXE_cri-harness");
 
