@@ -75,6 +75,13 @@ fn reason(line: usize, case: &str, message: &str) -> String {
     )
 }
 
+/// Where a failed attempt stopped, as `results.json` records it: at the `runtime_version`
+/// step on `line`, whose answer was the injected error `message`.
+fn stopped(line: usize, message: &str) -> Value {
+    json!({"step": 2, "name": "runtime_version", "line": line, "kind": "expectation",
+        "error": format!("CRI Version on <endpoint>: Internal: {message}")})
+}
+
 /// `(element, message, type)` of each child of the test case named `name`.
 fn testcase_children(junit: &str, name: &str) -> Vec<(String, String, String)> {
     let doc = roxmltree::Document::parse(junit).unwrap();
@@ -117,7 +124,8 @@ fn repeat_20_reports_a_fault_landing_one_attempt_in_five_as_flaky_4_of_20() {
         .iter()
         .map(|attempt| {
             json!({"attempt": attempt, "verdict": "failed", "reason": failed,
-                "clause": "runtime.version.answers"})
+                "clause": "runtime.version.answers",
+                "stopped": stopped(9, "injected flake")})
         })
         .collect();
     assert_eq!(flaky["failures"], Value::Array(expected));
@@ -205,7 +213,7 @@ fn rerun_failed_makes_a_case_passing_on_rerun_flaky_and_one_failing_throughout_f
     assert_eq!(
         cases[1]["failures"],
         json!([{"attempt": 1, "verdict": "failed", "reason": first,
-            "clause": "runtime.version.answers"}])
+            "clause": "runtime.version.answers", "stopped": stopped(19, "first only")}])
     );
     // Failed in the first attempt and in both reruns.
     let never = reason(25, "always", "never answers");
@@ -221,6 +229,7 @@ fn rerun_failed_makes_a_case_passing_on_rerun_flaky_and_one_failing_throughout_f
         .iter()
         .map(|f| {
             assert_eq!(f["reason"], never);
+            assert_eq!(f["stopped"], stopped(25, "never answers"));
             f["attempt"].as_u64().unwrap()
         })
         .collect();

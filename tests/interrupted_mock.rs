@@ -219,7 +219,8 @@ fn output_of(child: &mut Child) -> String {
     text
 }
 
-/// Each case's `outcome` in a JSON report (none when the run wrote no report).
+/// Each case's `outcome` in a JSON report (none when the run wrote no report). A case cut
+/// short says so where it stopped, too.
 fn outcomes(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
@@ -229,7 +230,13 @@ fn outcomes(path: &Path) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|case| case["outcome"].as_str().unwrap().to_owned())
+        .map(|case| {
+            let outcome = case["outcome"].as_str().unwrap().to_owned();
+            if outcome == "interrupted" {
+                assert_eq!(case["stopped"]["kind"], "interrupted", "{case}");
+            }
+            outcome
+        })
         .collect()
 }
 

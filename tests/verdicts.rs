@@ -162,11 +162,15 @@ const NEEDS_PROCESS: &str = "
 
 /// Suite `verdicts` of these cases.
 fn suite_of(cases: &[&str]) -> suite::Suite {
-    let text = format!(
+    suite::parse("verdicts.yaml", &suite_of_text(cases)).unwrap()
+}
+
+/// The text of suite `verdicts` of these cases.
+fn suite_of_text(cases: &[&str]) -> String {
+    format!(
         "suite: verdicts\nabout: mutants for every verdict level\ncases:{}",
         cases.concat()
-    );
-    suite::parse("verdicts.yaml", &text).unwrap()
+    )
 }
 
 /// Runs `cases` on fresh mocks, strict or not, with the findings given.
@@ -496,6 +500,111 @@ async fn a_case_that_needs_a_process_is_skipped_on_the_mock() {
         "{:?}",
         report.cases[0].outcome
     );
+}
+
+// transport: the runtime does not answer the step under test.
+const UNANSWERED: &str = "
+  - name: unanswered
+    clause: sandbox.run.ready
+    needs: [mock_control]
+    steps:
+      - run_sandbox: {as: sb, pod: web}
+      - mock_inject_error: {method: PodSandboxStatus, code: Unavailable, message: gone}
+      - sandbox_status: {sandbox: sb, expect: {state: ready}}
+";
+
+/// The line, in the suite [`suite_of`] makes of `cases`, of step `step` (from 1) of the case
+/// called `name`.
+fn step_line(cases: &[&str], name: &str, step: usize) -> usize {
+    let text = suite_of_text(cases);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == format!("- name: {name}"))
+        .unwrap();
+    let at = lines[start..]
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("      - "))
+        .nth(step - 1)
+        .unwrap()
+        .0;
+    start + at + 1
+}
+
+#[tokio::test]
+async fn where_a_case_stopped_is_recorded_as_fields_the_words_are_made_from() {
+    use cri_harness::report::model::StopKind;
+    let cases = [MUST_HOLDS, MUST_CONTRADICTED, SETUP_ERRORS, UNANSWERED];
+    let report = run(&cases, false, None).await;
+    assert_eq!(case(&report, "must-holds").stopped, None);
+    let stops: Vec<_> = report
+        .cases
+        .iter()
+        .filter_map(|c| c.stopped.as_ref().map(|s| (c.case.as_str(), s)))
+        .map(|(name, s)| (name, s.step, s.name.as_str(), s.line, s.kind))
+        .collect();
+    assert_eq!(
+        stops,
+        [
+            (
+                "must-contradicted",
+                2,
+                "sandbox_status",
+                step_line(&cases, "must-contradicted", 2),
+                StopKind::Expectation
+            ),
+            (
+                "setup-errors",
+                2,
+                "run_sandbox",
+                step_line(&cases, "setup-errors", 2),
+                StopKind::Setup
+            ),
+            (
+                "unanswered",
+                3,
+                "sandbox_status",
+                step_line(&cases, "unanswered", 3),
+                StopKind::Transport
+            ),
+        ]
+    );
+    // The verdict's words are the stop's, made in one place.
+    for (name, prefix) in [
+        ("must-contradicted", ""),
+        ("setup-errors", "setup failed: "),
+        ("unanswered", ""),
+    ] {
+        let stopped = case(&report, name).stopped.as_ref().unwrap();
+        assert_eq!(
+            reason(case(&report, name)),
+            format!("{prefix}{}", stopped.message("verdicts.yaml", name))
+        );
+    }
+    assert!(case(&report, "setup-errors")
+        .stopped
+        .as_ref()
+        .unwrap()
+        .error
+        .contains("boom"));
+    assert!(case(&report, "unanswered")
+        .stopped
+        .as_ref()
+        .unwrap()
+        .error
+        .contains("gone"));
+    // results.json carries them, and reads back the same.
+    let line = report::line(&report).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(json["cases"][0].get("stopped"), None);
+    assert_eq!(json["cases"][1]["stopped"]["kind"], "expectation");
+    assert_eq!(json["cases"][1]["stopped"]["step"], 2);
+    assert_eq!(json["cases"][1]["stopped"]["name"], "sandbox_status");
+    assert_eq!(json["cases"][3]["stopped"]["kind"], "transport");
+    let read = merge::read::parse(&line).unwrap();
+    let stopped = |r: &RunReport| -> Vec<_> { r.cases.iter().map(|c| c.stopped.clone()).collect() };
+    assert_eq!(stopped(&read), stopped(&report));
 }
 
 /// One run with one case of every verdict (the passed one with an observed note).

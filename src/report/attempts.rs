@@ -54,6 +54,7 @@ pub fn combine(first: CaseReport, later: Vec<CaseReport>) -> CaseReport {
             verdict: a.outcome.verdict(),
             reason: a.outcome.reason().unwrap_or_default().to_owned(),
             clause: a.clause.clone(),
+            stopped: a.stopped.clone(),
         })
         .collect();
     let k = failures.len();
@@ -123,6 +124,7 @@ mod tests {
             feature_gates: Default::default(),
             attempts: 1,
             failures: Vec::new(),
+            stopped: None,
         }
     }
 
@@ -199,6 +201,7 @@ mod tests {
                 verdict: Verdict::Failed,
                 reason: "why 2".into(),
                 clause: Some("cri.stop".into()),
+                stopped: None,
             }]
         );
     }

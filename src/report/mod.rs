@@ -487,6 +487,7 @@ mod tests {
                 },
                 reason: format!("broke on attempt {attempt}\ndetail"),
                 clause: None,
+                stopped: None,
             })
             .collect();
         case
@@ -511,6 +512,7 @@ mod tests {
             feature_gates: Default::default(),
             attempts: 1,
             failures: Vec::new(),
+            stopped: None,
         }
     }
 

@@ -283,6 +283,9 @@ pub struct CaseReport {
     /// once: a flaky case's, or each attempt of a case that failed in all of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<AttemptFailure>,
+    /// The step its steps stopped at, if they stopped early (reports of older runs have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StepStop>,
 }
 
 /// One attempt of a case run more than once that failed (its verdict fails a run).
@@ -297,6 +300,56 @@ pub struct AttemptFailure {
     /// The clause it broke, if one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clause: Option<String>,
+    /// The step its steps stopped at, if they stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StepStop>,
+}
+
+/// Where a case's steps stopped early, and why, as fields: what a tool reads instead of
+/// parsing the verdict's words. The words are made from it once, by [`StepStop::message`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepStop {
+    /// The step's number in the case, from 1.
+    pub step: usize,
+    /// The step's kind, as the suite names it (`exec_sync`).
+    pub name: String,
+    /// The step's line in the suite file.
+    pub line: usize,
+    /// What kind of stop it was.
+    pub kind: StopKind,
+    /// The error itself, redacted, without the position.
+    pub error: String,
+}
+
+impl StepStop {
+    /// The one way a stop is told: `SOURCE:LINE: case `CASE`, step N `NAME`: ERROR`, so a
+    /// reader can jump to the line.
+    pub fn message(&self, source: &str, case: &str) -> String {
+        format!(
+            "{source}:{}: case `{case}`, step {} `{}`: {}",
+            self.line, self.step, self.name, self.error
+        )
+    }
+}
+
+/// What stopped a case's steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The runtime answered, and an expectation of the step did not hold.
+    Expectation,
+    /// A step that makes no expectation (a setup) could not be done.
+    Setup,
+    /// The runtime did not answer: unavailable, or out of time for the call.
+    Transport,
+    /// The runtime answered Unimplemented for the step's call.
+    Unimplemented,
+    /// A probe found nothing runtime-neutral to read on this runtime.
+    RuntimeLacks,
+    /// The case ran out of its time (`--case-timeout`).
+    Timeout,
+    /// A signal cut the case short.
+    Interrupted,
 }
 
 fn one_attempt() -> u32 {
@@ -596,10 +649,24 @@ mod tests {
                         verdict: Verdict::Error,
                         reason: "setup failed: Unavailable".into(),
                         clause: Some("cri.run.sandbox".into()),
+                        stopped: Some(StepStop {
+                            step: 1,
+                            name: "run_sandbox".into(),
+                            line: 12,
+                            kind: StopKind::Transport,
+                            error: "Unavailable".into(),
+                        }),
                     }]
                 } else {
                     Vec::new()
                 },
+                stopped: (i == 1).then(|| StepStop {
+                    step: 2,
+                    name: "stop_container".into(),
+                    line: 14,
+                    kind: StopKind::Expectation,
+                    error: "a must clause broke".into(),
+                }),
             })
             .collect();
         RunReport {
@@ -627,6 +694,24 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_is_told_with_the_place_a_reader_jumps_to() {
+        let stop = StepStop {
+            step: 7,
+            name: "exec_sync".into(),
+            line: 267,
+            kind: StopKind::Expectation,
+            error: "exit_code: expected 0, got 137".into(),
+        };
+        assert_eq!(
+            stop.message("suites/lifecycle-sync.yaml", "exit-3"),
+            "suites/lifecycle-sync.yaml:267: case `exit-3`, step 7 `exec_sync`: exit_code: expected 0, got 137"
+        );
+        let json = serde_json::to_value(&stop).unwrap();
+        assert_eq!(json["kind"], "expectation");
+        assert_eq!(json["step"], 7);
+    }
+
+    #[test]
     fn the_merge_reads_back_exactly_what_the_runner_writes() {
         let report = report();
         let line = crate::report::line(&report).unwrap();
@@ -645,6 +730,7 @@ mod tests {
         assert_eq!(report.cases[0].timing, CaseTiming::default());
         assert_eq!(report.cases[0].attempts, 1);
         assert!(report.cases[0].failures.is_empty());
+        assert_eq!(report.cases[0].stopped, None);
         assert!(!report.interrupted);
     }
 
@@ -660,7 +746,9 @@ mod tests {
         assert_eq!(
             flaky["failures"],
             serde_json::json!([{"attempt": 2, "verdict": "error",
-                "reason": "setup failed: Unavailable", "clause": "cri.run.sandbox"}])
+                "reason": "setup failed: Unavailable", "clause": "cri.run.sandbox",
+                "stopped": {"step": 1, "name": "run_sandbox", "line": 12, "kind": "transport",
+                    "error": "Unavailable"}}])
         );
         // A case run once says nothing of attempts.
         assert!(json["cases"][0].get("attempts").is_none());

@@ -6,7 +6,7 @@ pub use crate::world::{
     is_transport, namespace, pod_uid, ContainerRef, SandboxRef, StepError, World, DEFAULT_COMMAND,
 };
 
-use super::Note;
+use super::{Note, StopKind};
 use crate::contract::{self, Level};
 use crate::cri::CriClient;
 use crate::suite::Case;
@@ -29,6 +29,23 @@ pub(crate) struct StepFailure {
     pub setup: bool,
     /// What the runtime does not expose that a probe needed (the case skips).
     pub lacks: Option<String>,
+}
+
+impl StepFailure {
+    /// The kind of stop this failure is, for the report.
+    pub fn kind(&self) -> StopKind {
+        if self.lacks.is_some() {
+            StopKind::RuntimeLacks
+        } else if self.unimplemented.is_some() {
+            StopKind::Unimplemented
+        } else if self.transport {
+            StopKind::Transport
+        } else if self.setup {
+            StopKind::Setup
+        } else {
+            StopKind::Expectation
+        }
+    }
 }
 
 /// A case in progress.

@@ -19,7 +19,8 @@ use regex::Regex;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::report::model::{
-    CaseOutcome, CaseReport, CaseTiming, Note, RunReport, Skip, SkipWhy, SnapshotReport, Verdict,
+    CaseOutcome, CaseReport, CaseTiming, Note, RunReport, Skip, SkipWhy, SnapshotReport, StepStop,
+    StopKind, Verdict,
 };
 pub use case::{namespace, pod_uid};
 
@@ -432,6 +433,7 @@ async fn run_attempt(
         clause,
         notes,
         cleanup,
+        stopped,
     } = timing::scope(
         spent.clone(),
         Box::pin(case_outcome(shared, suite, case, isolation, attempt)),
@@ -462,6 +464,7 @@ async fn run_attempt(
         feature_gates: owned(case.feature_gates.explicit()),
         attempts: 1,
         failures: Vec::new(),
+        stopped,
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
@@ -524,6 +527,8 @@ struct Outcome {
     notes: Vec<Note>,
     /// Time its cleanup took.
     cleanup: Duration,
+    /// Where its steps stopped early, if they did.
+    stopped: Option<StepStop>,
 }
 
 impl Outcome {
@@ -535,6 +540,7 @@ impl Outcome {
             clause: None,
             notes: Vec::new(),
             cleanup: Duration::ZERO,
+            stopped: None,
         }
     }
 }
@@ -727,20 +733,17 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     }
     let env_dir = env.host_dir.clone();
     let mut run = CaseRun::new(case, env, &config.run_id, number);
-    let at = |index: usize| {
-        format!(
-            "{}:{}: case `{}`, step {} `{}`",
-            suite.source,
-            case.step_line(index),
-            case.name,
-            index + 1,
-            case.steps.get(index).map_or("?", |s| s.name())
-        )
+    let at = |index: usize, kind: StopKind, error: String| StepStop {
+        step: index + 1,
+        name: case.steps.get(index).map_or("?", |s| s.name()).to_owned(),
+        line: case.step_line(index),
+        kind,
+        error,
     };
-    // What ended the steps early: the message, whether the runtime did not answer, a lacked
+    // What ended the steps early: where and why, whether the runtime did not answer, a lacked
     // feature, and the clause broken (none: a setup step, so an error of the case).
     struct Stop {
-        message: String,
+        at: StepStop,
         transport: bool,
         lacking: Option<Need>,
         clause: Option<String>,
@@ -753,7 +756,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         result = tokio::time::timeout(config.case_timeout, run.run()) => match result {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failure)) => Err(Stop {
-                message: format!("{}: {}", at(failure.index), failure.message),
+                at: at(failure.index, failure.kind(), failure.message),
                 transport: failure.transport,
                 lacking: lacked_feature(case, failure.unimplemented),
                 clause: failure.clause,
@@ -764,7 +767,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
                 let index = run.current_step();
                 cut_short = true;
                 Err(Stop {
-                    message: format!("{}: timed out after {:?} (--case-timeout)", at(index), config.case_timeout),
+                    at: at(index, StopKind::Timeout, format!("timed out after {:?} (--case-timeout)", config.case_timeout)),
                     transport: true,
                     lacking: None,
                     // Out of time, no clause was judged.
@@ -777,7 +780,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         () = shared.interrupt.cancelled() => {
             cut_short = true;
             Err(Stop {
-                message: format!("{}: interrupted", at(run.current_step())),
+                at: at(run.current_step(), StopKind::Interrupted, "interrupted".to_owned()),
                 transport: false,
                 lacking: None,
                 clause: None,
@@ -794,10 +797,12 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
     let mut clause = None;
     let mut setup = false;
     let mut probe_lacks = None;
+    let mut stopped = None;
     if let Err(stop) = steps {
         lacks = stop.lacking;
         probe_lacks = stop.probe_lacks;
-        failures.push(stop.message);
+        failures.push(stop.at.message(&suite.source, &case.name));
+        stopped = Some(stop.at);
         unreachable = stop.transport;
         clause = stop.clause;
         setup = stop.setup;
@@ -875,6 +880,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         clause,
         notes: notes.clone(),
         cleanup,
+        stopped: stopped.clone(),
     };
     if interrupted {
         // No verdict on the runtime: where the signal caught the case, and what its cleanup

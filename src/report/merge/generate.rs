@@ -109,6 +109,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         feature_gates: Default::default(),
                         attempts: 1,
                         failures: Vec::new(),
+                        stopped: None,
                     }
                 })
                 .collect();

@@ -115,6 +115,7 @@ mod tests {
             verdict: Verdict::Failed,
             reason: "lost the sandbox".into(),
             clause: None,
+            stopped: None,
         }];
         let merged = generate::merged(&reports);
         assert_eq!(merged.count(Verdict::Flaky), 1);
