@@ -380,6 +380,58 @@ async fn on_v4_stdin_never_ends_so_cat_runs_until_the_deadline() {
     .await;
 }
 
+/// Whether some process on the host runs exactly `argv`.
+fn a_process_runs(argv: &[&str]) -> bool {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|arg| [arg.as_bytes(), b"\0"])
+        .flatten()
+        .copied()
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|entry| std::fs::read(entry.path().join("cmdline")).is_ok_and(|line| line == wanted))
+}
+
+/// A graceful stop waits on the container's first process: the pid from the runtime's
+/// verbose status, or else the one found by the container's id in the host's cgroups. Found
+/// that way, it is the same pid the runtime names, also while an exec runs beside it (whose
+/// process is the shim's child as the first one is, but started later).
+#[tokio::test]
+#[cfg_attr(
+    not(crih_ci),
+    ignore = "needs a real CRI runtime (CONTAINER_RUNTIME_ENDPOINT)"
+)]
+async fn the_first_process_found_in_the_host_cgroups_is_the_one_the_runtime_names() {
+    with_pod("first-process", false, |client, pod| async move {
+        let container = sleeper(&pod).await;
+        let exec = ["sleep", "4077"];
+        let beside = {
+            let (client, container) = (client.clone(), container.clone());
+            let cmd = exec.iter().map(|arg| (*arg).to_owned()).collect();
+            tokio::spawn(async move { client.exec_sync(&container, cmd, CALL).await })
+        };
+        let until = Instant::now() + CALL;
+        while !a_process_runs(&exec) {
+            assert!(Instant::now() < until, "the exec never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let status = client
+            .container_status_verbose(&container)
+            .await
+            .expect("ContainerStatus");
+        let named = cri::process_id(&status.info).expect("the runtime names the pid");
+        assert_eq!(
+            cri_harness::host::processes::first_process_of(&container),
+            Some(named)
+        );
+        beside.abort();
+        pod
+    })
+    .await;
+}
+
 #[tokio::test]
 #[cfg_attr(
     not(crih_ci),

@@ -2,3 +2,4 @@
 //! runner, the steps and the CLI can all ask.
 
 pub mod mounts;
+pub mod processes;

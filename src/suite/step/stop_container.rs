@@ -5,8 +5,9 @@
 //! the signal and dies by SIGKILL after the grace period (137). On a loaded machine that moment
 //! can come after the next step, so a graceful stop first waits, for a bounded time, until a
 //! first process whose command line sets a TERM trap has set it (its `SigCgt` in
-//! `/proc/PID/status`, the pid from the runtime's verbose status). Without a pid (the mock, a
-//! runtime that does not say) or such a trap, the stop goes at once.
+//! `/proc/PID/status`). The pid is the one the runtime's verbose status names, or else the first
+//! process in a host cgroup named after the container (`host::processes`). Without a pid (the
+//! mock, a runtime on another host or in a VM) or such a trap, the stop goes at once.
 
 use std::time::{Duration, Instant};
 
@@ -60,10 +61,7 @@ impl StepDef for StopContainer {
 /// Waits, at most [`TRAP_WAIT`], until the container's first process has set the TERM trap its
 /// command line asks for; returns at once when there is no pid to read or no such trap.
 async fn await_term_trap(client: &CriClient, id: &str) {
-    let Ok(answer) = client.container_status_verbose(id).await else {
-        return;
-    };
-    let Some(pid) = crate::cri::process_id(&answer.info) else {
+    let Some(pid) = first_process(client, id).await else {
         return;
     };
     let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
@@ -97,6 +95,17 @@ async fn await_term_trap(client: &CriClient, id: &str) {
         container = id,
         "its first process did not set its TERM trap in time"
     );
+}
+
+/// The pid of the container's first process: the one the runtime's verbose status names, or
+/// else the one found by the container's id in the host's cgroups.
+async fn first_process(client: &CriClient, id: &str) -> Option<u32> {
+    let named = client
+        .container_status_verbose(id)
+        .await
+        .ok()
+        .and_then(|answer| crate::cri::process_id(&answer.info));
+    named.or_else(|| crate::host::processes::first_process_of(id))
 }
 
 /// Whether a NUL-separated command line is an OCI runtime's init before it execs the
