@@ -1,8 +1,10 @@
 //! The streaming client against a real runtime's streaming server, when CI (or you) export its
 //! endpoint in `CONTAINER_RUNTIME_ENDPOINT`: exec, attach and port-forward through the URLs
-//! containerd answers, what its server negotiates, and what it cannot do. Without the variable
-//! those tests print a skip line. The silent-server tests need no runtime: a local WebSocket
-//! server that upgrades and then never writes must fail the client by its deadline.
+//! containerd answers, what its server negotiates, and what it cannot do; and, while an exec
+//! runs, which host process is the container's first. Those tests run under `CI=true` and fail
+//! there without the variable; elsewhere they are ignored unless asked for (`--ignored`). The
+//! silent-server tests need no runtime: a local WebSocket server that upgrades and then never
+//! writes must fail the client by its deadline.
 
 mod support;
 
