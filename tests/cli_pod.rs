@@ -1,7 +1,8 @@
 //! `cri-harness pod apply` and `pod delete` with a manifest as `kubectl get pod -o yaml` prints
 //! it (tests/fixtures/pod-kubectl.yaml): the pod reaches Running through SyncPod, and deleting it
-//! leaves nothing of it on the runtime. On the mock always; on the real runtime when
-//! `CONTAINER_RUNTIME_ENDPOINT` is set (otherwise that test prints a skip line).
+//! leaves nothing of it on the runtime. On the mock always; on the real runtime named by
+//! `CONTAINER_RUNTIME_ENDPOINT` under `CI=true` (which fails without it), and elsewhere when
+//! asked for with `--ignored`.
 
 mod support;
 

@@ -2,9 +2,10 @@
 //! runs (when `CONTAINER_RUNTIME_ENDPOINT` and `CRIH_CONTAINERD_SCRIPT` are set; CI sets
 //! both): the run ends on its own, says the runtime stopped answering and how to clean up;
 //! once the runtime is back, that `clean` removes every sandbox and container of the run and
-//! every image it pulled, and the run's host directories are already gone. Without the
-//! variables the test prints a skip line. It kills and restarts the runtime, so it lives alone
-//! in its test binary (cargo runs test binaries one at a time).
+//! every image it pulled, and the run's host directories are already gone. Under `CI=true` the
+//! test fails without the variables; elsewhere it is ignored unless asked for (`--ignored`).
+//! It kills and restarts the runtime, so it lives alone in its test binary (cargo runs test
+//! binaries one at a time).
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::Stdio;

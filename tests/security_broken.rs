@@ -1,11 +1,12 @@
-//! The security cases catch a runtime that breaks their rule, on the real runtime (when
-//! `CONTAINER_RUNTIME_ENDPOINT` is set; otherwise the test prints a skip line).
+//! The security cases catch a runtime that breaks their rule, on the real runtime named by
+//! `CONTAINER_RUNTIME_ENDPOINT` (under `CI=true` the test fails without it; elsewhere it is
+//! ignored unless asked for (`--ignored`)).
 //!
 //! Each case tagged `security` is run twice broken:
 //! - as against a runtime that ignores the security context: the case's steps lose every
 //!   security setting (the container's and the pod's `security:` maps, host namespaces,
-//!   a shared PID namespace, mount propagation), while its expectations stay. Every case that sets something
-//!   must then fail, at a checking step, in that step's words.
+//!   a shared PID namespace, mount propagation), while its expectations stay. Every case that
+//!   sets something must then fail, at a checking step, in that step's words.
 //! - with its first check's expectation inverted (a command expected to fail is expected to
 //!   succeed, and the other way round; an expected CreateContainer error is expected not to
 //!   happen; a log line expected on one stream is expected on the other). Every case must then
