@@ -11,13 +11,13 @@ use std::path::Path;
 
 /// One process as `/proc/PID/stat` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Process {
+struct Process {
     /// Its id.
-    pub pid: u32,
+    pid: u32,
     /// Its parent's id.
-    pub ppid: u32,
+    ppid: u32,
     /// When it started, in clock ticks after boot.
-    pub start: u64,
+    start: u64,
 }
 
 /// The first process of the container whose id is `container_id`: of the host's processes
@@ -31,12 +31,16 @@ pub fn first_process_of(container_id: &str) -> Option<u32> {
     let members: Vec<Process> = std::fs::read_dir("/proc")
         .ok()?
         .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| in_cgroup_of(&Path::new("/proc").join(pid.to_string()), container_id))
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(&stat)
+        // Processes only: `/proc/self` is one of them again.
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.parse::<u32>().is_ok())
         })
+        .map(|entry| entry.path())
+        .filter(|proc| in_cgroup_of(proc, container_id))
+        .filter_map(|proc| parse_stat(&std::fs::read_to_string(proc.join("stat")).ok()?))
         .collect();
     first_of(&members)
 }
