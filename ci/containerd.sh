@@ -6,7 +6,7 @@
 # containerd and every pod network live in a network namespace of their own that has only a
 # loopback interface, so a misconfigured pull fails locally instead of leaving the machine.
 #
-# Two containerd versions, each a lane of its own that may run beside the other:
+# Three containerd versions, each a lane of its own that may run beside the others:
 #   1.6 (default)  containerd 1.6.20, Debian 12's package, installed on the system.
 #   1.7            containerd 1.7.24, Debian 13 ("trixie")'s package. It is never installed:
 #                  `apt-get download` fetches it through a private apt setup built from this
@@ -15,6 +15,11 @@
 #                  under CRIH_CACHE, where it stays so a later `up` does not download again.
 #                  Its binaries need only glibc 2.34, but trixie's runc needs 2.38, so its runc
 #                  v2 shim (the 1.7.24 one, first on containerd's PATH) runs Debian 12's runc.
+#   2.1            containerd 2.1.9, Debian forky's package, fetched and unpacked as 1.7's is
+#                  (suite forky) and run the same way, with Debian 12's runc (forky's needs
+#                  glibc 2.38 too). Its config is version 3: the CRI plugin's settings are
+#                  split between io.containerd.cri.v1.runtime and io.containerd.cri.v1.images,
+#                  and NRI and the snapshotters that cannot work here are disabled plugins.
 # Each lane has its own state directory (config, root, state, socket, `opt`, runc root, CNI
 # config and IPAM), CNI bridge and network name, and pod subnet. The lanes share the network
 # namespace and the registry (one per namespace, its files in CRIH_SHARED): `up` registers the
@@ -22,22 +27,22 @@
 # registry and the namespace go with the last lane's `down`, whichever goes first.
 # Run one `up` or `down` at a time: the lanes' bookkeeping takes no lock.
 #
-# Usage: [CRIH_CONTAINERD=1.7] ci/containerd.sh up|down|env   (as root)
+# Usage: [CRIH_CONTAINERD=1.7|2.1] ci/containerd.sh up|down|env   (as root)
 #   stdout of `up` and `env` is one line, CONTAINER_RUNTIME_ENDPOINT=unix://STATE/containerd.sock;
 #   progress goes to stderr.
-# Environment (a default given as 1.6/1.7 is the lane's):
-#   CRIH_CONTAINERD     the lane: 1.6 (default) or 1.7
+# Environment (a default given as 1.6/1.7/2.1 is the lane's):
+#   CRIH_CONTAINERD     the lane: 1.6 (default), 1.7 or 2.1
 #   CRIH_STATE          state directory (default /tmp/cri-harness-containerd /
-#                       /tmp/cri-harness-containerd17)
+#                       /tmp/cri-harness-containerd17 / /tmp/cri-harness-containerd21)
 #   CRIH_REGISTRY_PORT  registry port on 127.0.0.1 (default 5000; lanes sharing a registry
 #                       must agree)
 #   CRIH_NETNS          network namespace to run in (default cri-harness; "host" for none)
 #   CRIH_SHARED         the registry's files and the lanes' register (default
 #                       /tmp/cri-harness-shared-NETNS)
-#   CRIH_BRIDGE         CNI bridge name (default crih0 / crih1)
+#   CRIH_BRIDGE         CNI bridge name (default crih0 / crih1 / crih3)
 #   CRIH_POD_SUBNET     pod addresses (default 10.88.0.0/16, as the mock runtime's /
-#                       10.89.0.0/16)
-#   CRIH_CACHE          where the 1.7 lane keeps the unpacked package (default
+#                       10.89.0.0/16 / 10.91.0.0/16)
+#   CRIH_CACHE          where the 1.7 and 2.1 lanes keep their unpacked package (default
 #                       /var/cache/cri-harness; `down` leaves it)
 #   CRIH_BIN            cri-harness binary (default: cargo build --release, target/release)
 #   CRIH_CNI_BIN        CNI plugin directory (default /usr/lib/cni, else /opt/cni/bin)
@@ -45,8 +50,8 @@
 #                       non-root test run can reach a containerd started with sudo
 #   CRIH_LOG_DIR        `down` copies containerd's and the registry's logs here first
 #   CRIH_HANDLERS       extra RuntimeClass handlers, each an OCI runtime binary on PATH run
-#                       through the runc v2 shim (default "runsc crun" / none; "" for none);
-#                       each is installed from Debian if missing and named after its binary
+#                       through the runc v2 shim (default "runsc crun" / none / none; "" for
+#                       none); each is installed from Debian if missing and named after its binary
 set -euo pipefail
 
 log() { printf 'containerd.sh: %s\n' "$*" >&2; }
@@ -57,7 +62,9 @@ die() {
 
 # The lane's defaults. The CNI network name differs too: libcni caches each attachment as
 # /var/lib/cni/results/NETWORK-ID-IF whatever containerd's config says, and `down` clears its
-# own network's entries by the prefix NETWORK-, which the other lane's name must not match.
+# own network's entries by the prefix NETWORK-, which no other lane's entries may match: no
+# name is another's with a dash and more after it (cri-harness- matches none of
+# cri-harness17-... or cri-harness21-...).
 case "${CRIH_CONTAINERD:-1.6}" in
 1.6 | 1.6.20)
     LANE=1.6
@@ -75,7 +82,15 @@ case "${CRIH_CONTAINERD:-1.6}" in
     DEFAULT_HANDLERS=""
     CNI_NETWORK="cri-harness17"
     ;;
-*) die "CRIH_CONTAINERD is 1.6 or 1.7, not ${CRIH_CONTAINERD}" ;;
+2.1 | 2.1.9)
+    LANE=2.1
+    DEFAULT_STATE=/tmp/cri-harness-containerd21
+    DEFAULT_BRIDGE=crih3
+    DEFAULT_SUBNET=10.91.0.0/16
+    DEFAULT_HANDLERS=""
+    CNI_NETWORK="cri-harness21"
+    ;;
+*) die "CRIH_CONTAINERD is 1.6, 1.7 or 2.1, not ${CRIH_CONTAINERD}" ;;
 esac
 
 STATE="${CRIH_STATE:-$DEFAULT_STATE}"
@@ -100,27 +115,41 @@ CNI_CACHE="/var/lib/cni/results"
 # This lane's entry in the shared register: a file named after its state directory.
 USER_ENTRY="$SHARED/users/${STATE//\//_}"
 
-# The 1.7 lane's package: Debian 13's, pinned to this upstream version whatever Debian
-# revision the archive has.
-C17_VERSION="1.7.24"
-C17_PACKAGE="containerd"
-C17_SUITE="trixie"
-C17_PREFIX="${CRIH_CACHE:-/var/cache/cri-harness}/containerd-$C17_VERSION"
+# The 1.7 and 2.1 lanes' packages: Debian 13's and forky's, each pinned to this upstream
+# version whatever Debian revision the archive has.
+PKG_PACKAGE="containerd"
+case "$LANE" in
+1.7)
+    PKG_VERSION="1.7.24"
+    PKG_SUITE="trixie"
+    ;;
+2.1)
+    PKG_VERSION="2.1.9"
+    PKG_SUITE="forky"
+    ;;
+*)
+    PKG_VERSION=""
+    PKG_SUITE=""
+    ;;
+esac
+PKG_PREFIX="${CRIH_CACHE:-/var/cache/cri-harness}/containerd-$PKG_VERSION"
 
-if [[ "$LANE" == 1.7 ]]; then
-    # Its own bin directory first on containerd's PATH, so containerd starts the 1.7.24 shim
-    # (it looks a shim up on PATH before beside itself) and not Debian 12's in /usr/bin.
-    CONTAINERD_PATH="$C17_PREFIX/usr/bin:$PATH"
-    CONTAINERD="$C17_PREFIX/usr/bin/containerd"
+if [[ -n "$PKG_VERSION" ]]; then
+    # Its own bin directory first on containerd's PATH, so containerd starts the shim of its
+    # own version (it looks a shim up on PATH before beside itself) and not Debian 12's in
+    # /usr/bin.
+    CONTAINERD_PATH="$PKG_PREFIX/usr/bin:$PATH"
+    CONTAINERD="$PKG_PREFIX/usr/bin/containerd"
 else
     CONTAINERD_PATH="$PATH"
     CONTAINERD="containerd"
 fi
 
-# The lane's ctr (ctr speaks to either version, but `down` must work without the other's).
+# The lane's ctr (ctr speaks to any of these versions, but `down` must work without the
+# others').
 ctr_bin() {
-    if [[ "$LANE" == 1.7 && -x "$C17_PREFIX/usr/bin/ctr" ]]; then
-        echo "$C17_PREFIX/usr/bin/ctr"
+    if [[ -n "$PKG_VERSION" && -x "$PKG_PREFIX/usr/bin/ctr" ]]; then
+        echo "$PKG_PREFIX/usr/bin/ctr"
     else
         echo ctr
     fi
@@ -199,7 +228,8 @@ install_packages() {
         command -v containerd >/dev/null || missing+=(containerd)
         command -v ctr >/dev/null || missing+=(containerd)
     fi
-    # Debian 12's runc serves the 1.7 lane too (trixie's needs a newer glibc).
+    # Debian 12's runc serves the 1.7 and 2.1 lanes too (trixie's and forky's need a newer
+    # glibc).
     command -v runc >/dev/null || missing+=(runc)
     cni_bin_dir >/dev/null || missing+=(containernetworking-plugins)
     dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
@@ -298,30 +328,32 @@ archive_stanza() {
         die "no Debian archive for $codename (deb, suite $codename, component main) in ${files[*]}"
 }
 
-# True if $1 is a containerd binary that runs here and reports version $C17_VERSION.
-is_containerd17() {
+# True if $1 is a containerd binary that runs here and reports version $PKG_VERSION.
+is_unpacked_containerd() {
     local version
     [[ -x "$1" ]] || return 1
     version="$("$1" --version 2>/dev/null | awk '{print $3}')" || return 1
-    [[ "${version%%~*}" == "$C17_VERSION" ]]
+    # Debian marks its repacked source after the upstream version: 1.7.24~ds1, 2.1.9+ds1.
+    version="${version%%[~+]*}"
+    [[ "$version" == "$PKG_VERSION" ]]
 }
 
-# Puts containerd $C17_VERSION from Debian's $C17_SUITE under C17_PREFIX, once: apt-get
+# Puts containerd $PKG_VERSION from Debian's $PKG_SUITE under PKG_PREFIX, once: apt-get
 # download through a private source list, lists and cache (the system's apt state is not
 # touched and the package is never installed), then dpkg-deb -x.
-ensure_containerd17() {
-    if is_containerd17 "$C17_PREFIX/usr/bin/containerd" &&
-        [[ -x "$C17_PREFIX/usr/bin/containerd-shim-runc-v2" ]]; then
-        log "containerd $C17_VERSION already unpacked in $C17_PREFIX"
+ensure_unpacked_containerd() {
+    if is_unpacked_containerd "$PKG_PREFIX/usr/bin/containerd" &&
+        [[ -x "$PKG_PREFIX/usr/bin/containerd-shim-runc-v2" ]]; then
+        log "containerd $PKG_VERSION already unpacked in $PKG_PREFIX"
         return 0
     fi
-    local work="$C17_PREFIX.apt"
-    rm -rf "$work" "$C17_PREFIX.new"
+    local work="$PKG_PREFIX.apt"
+    rm -rf "$work" "$PKG_PREFIX.new"
     # A failed fetch leaves neither the private apt state nor a partial tree.
     # shellcheck disable=SC2064
-    trap "rm -rf '$work' '$C17_PREFIX.new'" EXIT
+    trap "rm -rf '$work' '$PKG_PREFIX.new'" EXIT
     mkdir -p "$work"/{lists/partial,cache/archives/partial,download}
-    archive_stanza "$C17_SUITE" >"$work/$C17_SUITE.sources"
+    archive_stanza "$PKG_SUITE" >"$work/$PKG_SUITE.sources"
     # The hooks that follow an update (AppStream, PackageKit) would refresh system caches from
     # the system's lists; only the package index is needed.
     cat >"$work/apt.conf" <<'EOF'
@@ -331,60 +363,65 @@ Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
 Acquire::Languages "none";
 EOF
     local apt_opts=(-c "$work/apt.conf"
-        -o "Dir::Etc::SourceList=$work/$C17_SUITE.sources" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::Etc::SourceList=$work/$PKG_SUITE.sources" -o Dir::Etc::SourceParts=/dev/null
         -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
-    log "fetching Debian $C17_SUITE's package index ($(awk '/^URIs:/ {print $2}' "$work/$C17_SUITE.sources"), side by side with the system's)"
+    log "fetching Debian $PKG_SUITE's package index ($(awk '/^URIs:/ {print $2}' "$work/$PKG_SUITE.sources"), side by side with the system's)"
     apt-get "${apt_opts[@]}" -qq update --error-on=any >&2 ||
-        die "apt-get update of $C17_SUITE failed (see above)"
+        die "apt-get update of $PKG_SUITE failed (see above)"
     local offered version
-    offered="$(apt-cache "${apt_opts[@]}" madison "$C17_PACKAGE" | awk -F'|' '{gsub(/ /, "", $2); print $2}')"
-    version="$(grep -m1 -E "^${C17_VERSION//./\\.}~" <<<"$offered" || true)"
+    offered="$(apt-cache "${apt_opts[@]}" madison "$PKG_PACKAGE" | awk -F'|' '{gsub(/ /, "", $2); print $2}')"
+    version="$(grep -m1 -E "^${PKG_VERSION//./\\.}[~+]" <<<"$offered" || true)"
     [[ -n "$version" ]] ||
-        die "Debian $C17_SUITE offers $C17_PACKAGE ${offered//$'\n'/, } but not $C17_VERSION"
-    log "downloading $C17_PACKAGE=$version"
+        die "Debian $PKG_SUITE offers $PKG_PACKAGE ${offered//$'\n'/, } but not $PKG_VERSION"
+    log "downloading $PKG_PACKAGE=$version"
     # apt fetches as _apt where that user exists; it must be able to write the file.
     if id _apt >/dev/null 2>&1; then chown _apt "$work/download"; fi
-    (cd "$work/download" && apt-get "${apt_opts[@]}" -qq download "$C17_PACKAGE=$version" >&2) ||
-        die "apt-get download $C17_PACKAGE=$version failed"
+    (cd "$work/download" && apt-get "${apt_opts[@]}" -qq download "$PKG_PACKAGE=$version" >&2) ||
+        die "apt-get download $PKG_PACKAGE=$version failed"
     local deb
-    deb="$(find "$work/download" -name "${C17_PACKAGE}_*.deb" | head -1)"
+    deb="$(find "$work/download" -name "${PKG_PACKAGE}_*.deb" | head -1)"
     [[ -n "$deb" ]] || die "apt-get download left no .deb in $work/download"
-    dpkg-deb -x "$deb" "$C17_PREFIX.new"
-    is_containerd17 "$C17_PREFIX.new/usr/bin/containerd" ||
-        die "the unpacked containerd does not run here or is not $C17_VERSION: $("$C17_PREFIX.new/usr/bin/containerd" --version 2>&1 || true)"
-    [[ -x "$C17_PREFIX.new/usr/bin/containerd-shim-runc-v2" ]] ||
+    dpkg-deb -x "$deb" "$PKG_PREFIX.new"
+    is_unpacked_containerd "$PKG_PREFIX.new/usr/bin/containerd" ||
+        die "the unpacked containerd does not run here or is not $PKG_VERSION: $("$PKG_PREFIX.new/usr/bin/containerd" --version 2>&1 || true)"
+    [[ -x "$PKG_PREFIX.new/usr/bin/containerd-shim-runc-v2" ]] ||
         die "$deb has no containerd-shim-runc-v2"
-    rm -rf "$C17_PREFIX"
-    mv "$C17_PREFIX.new" "$C17_PREFIX"
+    rm -rf "$PKG_PREFIX"
+    mv "$PKG_PREFIX.new" "$PKG_PREFIX"
     rm -rf "$work"
     trap - EXIT
-    log "unpacked $("$C17_PREFIX/usr/bin/containerd" --version) in $C17_PREFIX"
+    log "unpacked $("$PKG_PREFIX/usr/bin/containerd" --version) in $PKG_PREFIX"
 }
 
 write_configs() {
     local cni_bin="$1"
     mkdir -p "$STATE"/{root,state,opt,runc,cni/net.d,cni/ipam}
-    local handlers="" handler runc_binary="" nri=""
+    local handlers="" handler runc_binary="" nri="" runtimes='"io.containerd.grpc.v1.cri"'
+    # Version 3 keeps the runtimes in the CRI runtime plugin of its own.
+    [[ "$LANE" == 2.1 ]] && runtimes="'io.containerd.cri.v1.runtime'"
     for handler in "${HANDLERS[@]}"; do
         # A handler of its own name: the runc v2 shim driving that binary, with its own root
         # so `down` can find what it left.
         handlers+="
-      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$handler]
+      [plugins.$runtimes.containerd.runtimes.$handler]
         runtime_type = \"io.containerd.runc.v2\"
 
-        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$handler.options]
+        [plugins.$runtimes.containerd.runtimes.$handler.options]
           BinaryName = \"$(command -v "$handler")\"
           Root = \"$STATE/$handler\"
           SystemdCgroup = false
 "
     done
-    if [[ "$LANE" == 1.7 ]]; then
-        # Debian 12's runc: the 1.7.24 shim runs it (trixie's runc needs glibc 2.38).
+    if [[ -n "$PKG_VERSION" ]]; then
+        # Debian 12's runc: the unpacked version's shim runs it (trixie's and forky's runc
+        # need glibc 2.38).
         local runc
         runc="$(command -v runc)" || die "no runc on PATH"
         "$runc" --version >/dev/null 2>&1 || die "$runc does not run here"
         runc_binary="
           BinaryName = \"$runc\""
+    fi
+    if [[ "$LANE" == 1.7 ]]; then
         # NRI is new in 1.7 and on by default; the harness tests CRI alone, and a plugin
         # socket shared with another containerd would be wrong anyway.
         nri="
@@ -392,6 +429,17 @@ write_configs() {
     disable = true
 "
     fi
+    if [[ "$LANE" == 2.1 ]]; then
+        write_config_v3 "$cni_bin" "$runc_binary" "$handlers"
+    else
+        write_config_v2 "$cni_bin" "$runc_binary" "$handlers" "$nri"
+    fi
+    write_network
+}
+
+# containerd 1.6's and 1.7's config (version 2: the whole CRI plugin is io.containerd.grpc.v1.cri).
+write_config_v2() {
+    local cni_bin="$1" runc_binary="$2" handlers="$3" nri="$4"
     cat >"$STATE/config.toml" <<EOF
 # Written by ci/containerd.sh: a containerd that shares no path or socket with a system one.
 version = 2
@@ -446,7 +494,89 @@ $handlers
       config_path = "$STATE/certs.d"
 $nri
 EOF
+}
 
+# containerd 2.1's config (version 3). The CRI settings of write_config_v2, each where 2.x reads
+# it: the runtime side (handlers, CNI, OOM score, netns mounts) in io.containerd.cri.v1.runtime,
+# the image side (snapshotter, sandbox image, registry hosts) in io.containerd.cri.v1.images,
+# and only the streaming server left in io.containerd.grpc.v1.cri.
+write_config_v3() {
+    local cni_bin="$1" runc_binary="$2" handlers="$3"
+    cat >"$STATE/config.toml" <<EOF
+# Written by ci/containerd.sh: a containerd that shares no path or socket with a system one.
+version = 3
+root = "$STATE/root"
+state = "$STATE/state"
+# NRI is on by default and its socket (/var/run/nri) would be shared with any other
+# containerd; the harness tests CRI alone. The other snapshotters cannot work here, and would
+# only log their failure at every start.
+disabled_plugins = [
+  "io.containerd.nri.v1.nri",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+]
+
+[grpc]
+  address = "$SOCK"
+  uid = $SOCKET_UID
+  gid = $SOCKET_GID
+
+[ttrpc]
+  address = "$STATE/containerd-ttrpc.sock"
+
+[debug]
+  address = ""
+  # debug level logs every registry host containerd tries; up checks them all are local.
+  level = "debug"
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "$STATE/opt"
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    # Without it runc fails to lower its own oom_score_adj in unprivileged VMs.
+    restrict_oom_score_adj = true
+    enable_selinux = false
+    netns_mounts_under_state_dir = true
+
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]$runc_binary
+          Root = "$STATE/runc"
+          SystemdCgroup = false
+$handlers
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["$cni_bin"]
+      conf_dir = "$STATE/cni/net.d"
+      max_conf_num = 1
+
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$SANDBOX_IMAGE"
+
+    # CRI's pulls go through the transfer service in 2.1, which is handed this directory.
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "$STATE/certs.d"
+
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+EOF
+}
+
+# The CNI network and the registry host tables, the same for every version.
+write_network() {
     # isGateway true gives the bridge the range's first address, so the node (the namespace
     # containerd runs in) reaches pod IPs and host ports, as the networking cases need; pods
     # get no default route and the namespace has no link out, so nothing leaves the machine.
@@ -697,7 +827,7 @@ cmd_up() {
     [[ $EUID -eq 0 ]] || die "run as root (containerd, CNI and network namespaces need it)"
     claim_state
     install_packages
-    [[ "$LANE" == 1.6 ]] || ensure_containerd17
+    [[ -z "$PKG_VERSION" ]] || ensure_unpacked_containerd
     local cni_bin bin
     cni_bin="$(cni_bin_dir)" || die "no CNI plugin directory with ${CNI_PLUGINS[*]}"
     write_configs "$cni_bin"
@@ -751,7 +881,8 @@ existing_harness_bin() {
 }
 
 # Shims outlive containerd by design; ours are the ones started with our socket address. A
-# killed shim leaves its socket behind, named by the hash of address, namespace and id.
+# killed shim leaves its socket behind, named by the hash of address, namespace and id (and a
+# second one, of that path and /debug, from a 2.x shim started with -debug).
 stop_shims() {
     local dir pid args ns id
     for dir in /proc/[0-9]*; do
@@ -762,7 +893,8 @@ stop_shims() {
         kill -KILL "$pid" 2>/dev/null || true
         ns="$(sed -E 's/.* -namespace ([^ ]+) .*/\1/' <<<"$args")"
         id="$(sed -E 's/.* -id ([^ ]+) .*/\1/' <<<"$args")"
-        rm -f "/run/containerd/s/$(printf '%s' "$SOCK/$ns/$id" | sha256sum | cut -d' ' -f1)"
+        rm -f "/run/containerd/s/$(printf '%s' "$SOCK/$ns/$id" | sha256sum | cut -d' ' -f1)" \
+            "/run/containerd/s/$(printf '%s' "$SOCK/$ns/$id/debug" | sha256sum | cut -d' ' -f1)"
     done
 }
 
