@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::cri::{labels, namespace_options, v1, CallError, CriClient, PodSandbox};
+use crate::cri::{labels, namespace_options, v1, CallError, Container, CriClient, PodSandbox};
 use crate::world::DEFAULT_COMMAND;
 
 /// The kubelet's smallest grace period (`minimumGracePeriodInSeconds`): the default command
@@ -160,26 +160,10 @@ impl Context {
     fn container_config(&self, sandbox: &v1::PodSandboxConfig, name: &str) -> v1::ContainerConfig {
         let mut labels = sandbox.labels.clone();
         labels.insert(labels::CONTAINER_NAME.to_owned(), name.to_owned());
-        v1::ContainerConfig {
-            metadata: Some(v1::ContainerMetadata {
-                name: name.to_owned(),
-                attempt: 0,
-            }),
-            image: Some(v1::ImageSpec {
-                image: self.image.clone(),
-                ..Default::default()
-            }),
-            command: DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
-            labels,
-            linux: Some(v1::LinuxContainerConfig {
-                security_context: Some(v1::LinuxContainerSecurityContext {
-                    namespace_options: Some(namespace_options(false)),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        Container::new(name, &self.image, namespace_options(false))
+            .command(DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect())
+            .labels(labels)
+            .build()
     }
 
     /// Stops and removes a sandbox, ignoring failures: the run's final sweep reports what stays.

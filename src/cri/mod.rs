@@ -4,6 +4,7 @@
 
 mod client;
 mod connect;
+mod container;
 mod endpoint;
 mod namespaces;
 mod sandbox;
@@ -12,6 +13,7 @@ mod verbose;
 
 pub use client::{CallError, CallLog, CallRecord, CriClient, InFlight, MAX_MESSAGE_SIZE};
 pub use connect::{channel, connect, ConnectError, ConnectOptions};
+pub use container::{container_image, unconfined, Container};
 pub use endpoint::{
     read_crictl_config, resolve_endpoints, Endpoint, EndpointError, EndpointInputs, EndpointSource,
     ResolvedEndpoints, CRICTL_CONFIG_ENV, DEFAULT_CRICTL_CONFIG, IMAGE_ENDPOINT_ENV,

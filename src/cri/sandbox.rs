@@ -1,9 +1,12 @@
-//! One way to make a pod sandbox config for the harness's own pods (benchmarks, fuzzing,
-//! property runs, tests): the pod's metadata, its labels, and, when asked, the kubelet's
-//! namespaces with the hostname the kubelet would give. The manager and the `run_sandbox` step
-//! build theirs from a full pod spec instead.
+//! One way to make a pod sandbox config for the harness's own pods (suite steps, benchmarks,
+//! fuzzing, property runs, tests): the pod's metadata, its labels, and, when asked, the
+//! kubelet's namespaces with the hostname the kubelet would give and the seccomp profile it
+//! always sends. The manager builds its own from a full pod spec instead
+//! (`manager::lifecycle::sandbox_config`).
 
-use super::{namespace_options, v1};
+use std::collections::BTreeMap;
+
+use super::{namespace_options, unconfined, v1};
 
 /// A pod sandbox config under construction: [`PodSandbox::new`], then the parts a caller
 /// needs, then [`PodSandbox::build`].
@@ -39,8 +42,12 @@ impl PodSandbox {
 
     /// The kubelet's namespaces for a pod on the pod network, or the node's when
     /// `host_network`, and the hostname it gives: the pod's name, none on the node's network.
+    /// The kubelet always sends a seccomp profile too: without `seccompDefault`, `Unconfined`
+    /// for a pod that names none (a later [`PodSandbox::security`] may name another).
     pub fn network(mut self, host_network: bool) -> Self {
-        self.security().namespace_options = Some(namespace_options(host_network));
+        let security = self.security_context();
+        security.namespace_options = Some(namespace_options(host_network));
+        security.seccomp.get_or_insert_with(unconfined);
         self.config.hostname = if host_network {
             String::new()
         } else {
@@ -56,6 +63,52 @@ impl PodSandbox {
     /// Adds `labels`, over any of the same key.
     pub fn labels(mut self, labels: impl IntoIterator<Item = (String, String)>) -> Self {
         self.config.labels.extend(labels);
+        self
+    }
+
+    /// The hostname (the kubelet sends none for a pod on the node's network).
+    pub fn hostname(mut self, hostname: impl Into<String>) -> Self {
+        self.config.hostname = hostname.into();
+        self
+    }
+
+    /// Adds `annotations`, over any of the same key.
+    pub fn annotations(mut self, annotations: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.config.annotations.extend(annotations);
+        self
+    }
+
+    /// The DNS config the runtime writes into the pod's resolv.conf.
+    pub fn dns(mut self, dns: Option<v1::DnsConfig>) -> Self {
+        self.config.dns_config = dns;
+        self
+    }
+
+    /// The pod's port mappings.
+    pub fn port_mappings(mut self, ports: Vec<v1::PortMapping>) -> Self {
+        self.config.port_mappings = ports;
+        self
+    }
+
+    /// Sysctls for the pod's namespaces.
+    pub fn sysctls(mut self, sysctls: BTreeMap<String, String>) -> Self {
+        self.linux().sysctls = sysctls;
+        self
+    }
+
+    /// The whole pod-level security context. One without namespaces keeps those of
+    /// [`PodSandbox::network`], and one without a seccomp profile keeps its profile unless it
+    /// sets the deprecated `seccomp_profile_path` instead.
+    #[allow(deprecated)]
+    pub fn security(mut self, mut context: v1::LinuxSandboxSecurityContext) -> Self {
+        let given = self.security_context();
+        if context.namespace_options.is_none() {
+            context.namespace_options = given.namespace_options.clone();
+        }
+        if context.seccomp.is_none() && context.seccomp_profile_path.is_empty() {
+            context.seccomp = given.seccomp.clone();
+        }
+        *given = context;
         self
     }
 
@@ -80,7 +133,7 @@ impl PodSandbox {
         self.config.linux.get_or_insert_with(Default::default)
     }
 
-    fn security(&mut self) -> &mut v1::LinuxSandboxSecurityContext {
+    fn security_context(&mut self) -> &mut v1::LinuxSandboxSecurityContext {
         self.linux()
             .security_context
             .get_or_insert_with(Default::default)

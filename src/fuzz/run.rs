@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use super::model::{cstate_of, Answer, Call, Listing, Model, Target};
 use super::ops::{self, CState, Img, Op, Tier, TIER_LABEL};
 use crate::contract::known::KnownFindings;
-use crate::cri::{labels, namespace_options, v1, CallError, CriClient, PodSandbox};
+use crate::cri::{labels, namespace_options, v1, CallError, Container, CriClient, PodSandbox};
 use crate::images;
 use crate::manager::ContainerState;
 use crate::mock::{Defect, MockRuntime};
@@ -193,26 +193,14 @@ impl Env {
         } else {
             DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect()
         };
-        v1::ContainerConfig {
-            metadata: Some(v1::ContainerMetadata {
-                name: format!("c{n}"),
-                attempt: 0,
-            }),
-            image: Some(v1::ImageSpec {
-                image: images::resolve(BUSYBOX),
-                ..Default::default()
-            }),
-            command,
-            labels: self.selector(Some(tier)),
-            linux: Some(v1::LinuxContainerConfig {
-                security_context: Some(v1::LinuxContainerSecurityContext {
-                    namespace_options: Some(namespace_options(host_network)),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        Container::new(
+            &format!("c{n}"),
+            &images::resolve(BUSYBOX),
+            namespace_options(host_network),
+        )
+        .command(command)
+        .labels(self.selector(Some(tier)))
+        .build()
     }
 }
 

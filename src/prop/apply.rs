@@ -11,7 +11,7 @@ use super::model::{Action, Model, Naming, Outcome, CLOCK_BASE_SECONDS};
 use super::scenario::MAX_PODS;
 use crate::cri::control::{self, mock_control_client::MockControlClient};
 use crate::cri::{
-    labels, namespace_options, v1, CallError, CriClient, PodSandbox, MAX_MESSAGE_SIZE,
+    labels, namespace_options, v1, CallError, Container, CriClient, PodSandbox, MAX_MESSAGE_SIZE,
 };
 use crate::images;
 use crate::manager::{ContainerState, KubeletProfile};
@@ -266,20 +266,26 @@ impl Applied {
     }
 }
 
-/// The sandbox config of pod `pod`'s sandbox, labelled as the kubelet labels it plus the run's
+/// The seed kubelet's mark, on what its rules list; today's kubelet writes none.
+fn managed_label(kubelet: KubeletProfile) -> Option<(String, String)> {
+    (!kubelet.is_current()).then(|| (labels::MANAGED.to_owned(), "true".to_owned()))
+}
+
+/// The sandbox config of pod `pod`'s sandbox, labelled as `kubelet` labels it plus the run's
 /// labels.
 pub fn sandbox_config(
     naming: &Naming,
     pod: u8,
     attempt: u32,
     host_network: bool,
+    kubelet: KubeletProfile,
 ) -> v1::PodSandboxConfig {
     let name = Naming::pod_name(pod);
     let uid = naming.pod_uid(pod);
     let namespace = naming.namespace();
     let mut sandbox_labels = own_selector(naming);
+    sandbox_labels.extend(managed_label(kubelet));
     sandbox_labels.extend([
-        (labels::MANAGED.to_owned(), "true".to_owned()),
         (labels::POD_UID.to_owned(), uid.clone()),
         (labels::POD_NAME.to_owned(), name.clone()),
         (labels::POD_NAMESPACE.to_owned(), namespace.clone()),
@@ -291,18 +297,18 @@ pub fn sandbox_config(
         .build()
 }
 
-/// A container config named `name`, carrying pod `labels`' pod labels (none for `None`).
+/// A container config named `name`, carrying pod `labels`' pod labels (none for `None`), as
+/// `kubelet` labels it.
 fn container_config(
     naming: &Naming,
     name: &str,
     labels_of: Option<u8>,
     host_network: bool,
+    kubelet: KubeletProfile,
 ) -> v1::ContainerConfig {
     let mut container_labels = own_selector(naming);
-    container_labels.extend([
-        (labels::MANAGED.to_owned(), "true".to_owned()),
-        (labels::CONTAINER_NAME.to_owned(), name.to_owned()),
-    ]);
+    container_labels.extend(managed_label(kubelet));
+    container_labels.insert(labels::CONTAINER_NAME.to_owned(), name.to_owned());
     if let Some(pod) = labels_of {
         container_labels.extend([
             (labels::POD_UID.to_owned(), naming.pod_uid(pod)),
@@ -310,26 +316,14 @@ fn container_config(
             (labels::POD_NAMESPACE.to_owned(), naming.namespace()),
         ]);
     }
-    v1::ContainerConfig {
-        metadata: Some(v1::ContainerMetadata {
-            name: name.to_owned(),
-            attempt: 0,
-        }),
-        image: Some(v1::ImageSpec {
-            image: images::resolve(BUSYBOX),
-            ..Default::default()
-        }),
-        command: DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
-        labels: container_labels,
-        linux: Some(v1::LinuxContainerConfig {
-            security_context: Some(v1::LinuxContainerSecurityContext {
-                namespace_options: Some(namespace_options(host_network)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    Container::new(
+        name,
+        &images::resolve(BUSYBOX),
+        namespace_options(host_network),
+    )
+    .command(DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect())
+    .labels(container_labels)
+    .build()
 }
 
 /// One step's description in scenario terms (`run_sandbox s2 (p1, attempt 0)`).
@@ -392,7 +386,7 @@ pub async fn apply(
                 if model.clock {
                     target.set_clock(CLOCK_BASE_SECONDS + created_rank).await?;
                 }
-                let config = sandbox_config(naming, *pod, *attempt, *host_network);
+                let config = sandbox_config(naming, *pod, *attempt, *host_network, target.kubelet);
                 let answer = client.run_pod_sandbox(config.clone(), "").await;
                 Some(match (answer, sandbox) {
                     (Ok(id), Some(number)) => {
@@ -436,7 +430,8 @@ pub async fn apply(
                         image_ready = true;
                     }
                     let host_network = model.sandboxes[*sandbox].host_network;
-                    let config = container_config(naming, name, *labels, host_network);
+                    let config =
+                        container_config(naming, name, *labels, host_network, target.kubelet);
                     let created = client
                         .create_container(sandbox_id, config, sandbox_config.clone())
                         .await;

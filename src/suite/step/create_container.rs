@@ -11,7 +11,7 @@ use super::{
     busybox, check_call, is_busybox, is_default, CheckError, ErrorExpect, Kind, PathRule, Scope,
     StepDef,
 };
-use crate::cri::{namespace_options, v1};
+use crate::cri::{namespace_options, v1, Container};
 use crate::images;
 use crate::world::{ContainerRef, StepError, World, DEFAULT_COMMAND};
 
@@ -133,7 +133,8 @@ pub struct Security {
     /// Paths made read-only in the container (default: the runtime's list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readonly_paths: Vec<String>,
-    /// The seccomp profile (default: none sent, which CRI v1 reads as unconfined).
+    /// The seccomp profile (default: `unconfined`, the one the kubelet sends for a pod that
+    /// names none when `seccompDefault` is off; the request builder fills it in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<Seccomp>,
     /// The AppArmor profile in CRI v1's `apparmor` field (default: none sent, so the runtime's
@@ -719,45 +720,27 @@ impl StepDef for CreateContainer {
             .and_then(|linux| linux.security_context.as_ref())
             .and_then(|context| context.namespace_options.clone())
             .unwrap_or_else(|| namespace_options(sandbox.host_network));
-        let security = self.security.to_cri(namespaces, |path| {
+        let security = self.security.to_cri(namespaces.clone(), |path| {
             Ok(world.host_path(path)?.display().to_string())
         })?;
-        let config = v1::ContainerConfig {
-            metadata: Some(v1::ContainerMetadata {
-                name: name.clone(),
-                attempt: self.attempt,
-            }),
-            image: Some(v1::ImageSpec {
-                image: image.clone(),
+        let config = Container::new(&name, &image, namespaces)
+            .attempt(self.attempt)
+            .command(command)
+            .args(self.args.clone())
+            .working_dir(self.working_dir.clone())
+            .envs(&self.envs)
+            .mounts(mounts)
+            .log_path(log_path.clone().unwrap_or_default())
+            .labels(container_labels)
+            .annotations(self.annotations.clone())
+            .stdio(self.stdin, self.tty)
+            .security(security)
+            .resources(self.memory_limit.map(|bytes| v1::LinuxContainerResources {
+                memory_limit_in_bytes: i64::from(bytes.get()),
+                memory_swap_limit_in_bytes: i64::from(bytes.get()),
                 ..Default::default()
-            }),
-            command,
-            args: self.args.clone(),
-            working_dir: self.working_dir.clone(),
-            envs: self
-                .envs
-                .iter()
-                .map(|(key, value)| v1::KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
-                })
-                .collect(),
-            mounts,
-            log_path: log_path.clone().unwrap_or_default(),
-            labels: container_labels,
-            annotations: self.annotations.clone(),
-            stdin: self.stdin,
-            tty: self.tty,
-            linux: Some(v1::LinuxContainerConfig {
-                security_context: Some(security),
-                resources: self.memory_limit.map(|bytes| v1::LinuxContainerResources {
-                    memory_limit_in_bytes: i64::from(bytes.get()),
-                    memory_swap_limit_in_bytes: i64::from(bytes.get()),
-                    ..Default::default()
-                }),
-            }),
-            ..Default::default()
-        };
+            }))
+            .build();
         let probe = config
             .mounts
             .iter()
@@ -823,8 +806,8 @@ mod tests {
                 ..Default::default()
             }
         );
-        // No seccomp field at all: CRI reads an absent profile as unconfined, a default one
-        // as RuntimeDefault.
+        // No seccomp field here: the request builder (`cri::Container`) sends the kubelet's
+        // Unconfined profile in its place, since an absent one is not defined to mean that.
         assert_eq!(context.seccomp, None);
     }
 

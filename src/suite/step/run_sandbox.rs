@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::create_container::Seccomp;
 use super::{check_call, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, StepDef};
-use crate::cri::{namespace_options, v1};
+use crate::cri::{namespace_options, v1, PodSandbox};
 use crate::world::{SandboxRef, StepError, World};
 
 /// `run_sandbox`.
@@ -51,8 +51,9 @@ pub struct RunSandbox {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls: BTreeMap<String, String>,
     /// Give the sandbox a log directory (a fresh one under the case's host directory), as the
-    /// kubelet does, so its containers' logs can be read back.
-    #[serde(default, skip_serializing_if = "is_default")]
+    /// kubelet always does, so its containers' logs can be read back (default true; `false`
+    /// sends a sandbox no kubelet would, for a case about exactly that).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub log_directory: bool,
     /// Share the node's PID namespace (the pod's `hostPID`).
     #[serde(default, skip_serializing_if = "is_default")]
@@ -263,7 +264,7 @@ impl RunSandbox {
             dns: None,
             ports: Vec::new(),
             sysctls: BTreeMap::new(),
-            log_directory: false,
+            log_directory: true,
             cgroup_parent: false,
             host_pid: false,
             host_ipc: false,
@@ -381,51 +382,48 @@ impl StepDef for RunSandbox {
             .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
         let security_context =
             self.security_context(|path| Ok(world.host_path(path)?.display().to_string()))?;
-        let config = v1::PodSandboxConfig {
-            metadata: Some(v1::PodSandboxMetadata {
-                name: pod.name.clone(),
-                uid: pod.uid,
-                namespace: pod.namespace,
-                attempt: self.attempt,
-            }),
-            hostname: match (&self.hostname, self.host_network) {
-                (_, true) => String::new(),
-                (Some(hostname), false) => hostname.clone(),
-                (None, false) => pod.name,
-            },
-            log_directory: log_directory
-                .as_ref()
-                .map(|dir| dir.display().to_string())
-                .unwrap_or_default(),
-            dns_config: self.dns.as_ref().map(|dns| v1::DnsConfig {
+        let hostname = match &self.hostname {
+            Some(hostname) if !self.host_network => hostname.clone(),
+            _ if self.host_network => String::new(),
+            _ => pod.name.clone(),
+        };
+        let cgroup_parent = if self.cgroup_parent {
+            world.cgroup_parent_for_driver(&self.alias).await
+        } else {
+            String::new()
+        };
+        let config = PodSandbox::new(&pod.name, &pod.namespace, &pod.uid)
+            .attempt(self.attempt)
+            .network(self.host_network)
+            .hostname(hostname)
+            .log_directory(
+                log_directory
+                    .as_ref()
+                    .map(|dir| dir.display().to_string())
+                    .unwrap_or_default(),
+            )
+            .dns(self.dns.as_ref().map(|dns| v1::DnsConfig {
                 servers: dns.servers.clone(),
                 searches: dns.searches.clone(),
                 options: dns.options.clone(),
-            }),
-            port_mappings: self
-                .ports
-                .iter()
-                .map(|port| v1::PortMapping {
-                    protocol: port.protocol.to_cri() as i32,
-                    container_port: i32::from(port.container_port),
-                    host_port: i32::from(port.host_port),
-                    host_ip: port.host_ip.clone(),
-                })
-                .collect(),
-            labels,
-            annotations: self.annotations.clone(),
-            linux: Some(v1::LinuxPodSandboxConfig {
-                cgroup_parent: if self.cgroup_parent {
-                    world.cgroup_parent_for_driver(&self.alias).await
-                } else {
-                    String::new()
-                },
-                sysctls: self.sysctls.clone(),
-                security_context: Some(security_context),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+            }))
+            .port_mappings(
+                self.ports
+                    .iter()
+                    .map(|port| v1::PortMapping {
+                        protocol: port.protocol.to_cri() as i32,
+                        container_port: i32::from(port.container_port),
+                        host_port: i32::from(port.host_port),
+                        host_ip: port.host_ip.clone(),
+                    })
+                    .collect(),
+            )
+            .labels(labels)
+            .annotations(self.annotations.clone())
+            .cgroup_parent(cgroup_parent)
+            .sysctls(self.sysctls.clone())
+            .security(security_context)
+            .build();
         let handler = world.runtime_handler.clone();
         let result = world
             .runtime
