@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cri::labels;
 use serde::{Deserialize, Serialize};
 
+use crate::manager::KubeletProfile;
 use crate::observe::Redactor;
 
 /// The pod UID a case gives a pod alias (`""` stays empty: the pod of unlabelled containers).
@@ -70,15 +71,20 @@ pub(crate) struct Identity {
     /// The case's own namespace (pods that fix theirs use that instead).
     pub namespace: String,
     pods: BTreeMap<String, Pod>,
+    /// The kubelet whose labels the case's objects carry: only the seed's write
+    /// `io.kubernetes.managed`.
+    kubelet: KubeletProfile,
 }
 
 impl Identity {
-    /// The identities of every pod the case mentions, fixed ones as the case asks.
+    /// The identities of every pod the case mentions, fixed ones as the case asks, labelled
+    /// as `kubelet` labels its objects.
     pub fn new(
         run_id: &str,
         case_no: usize,
         mentioned: &BTreeSet<String>,
         fixed: &BTreeMap<String, PodIdentity>,
+        kubelet: KubeletProfile,
     ) -> Self {
         let namespace = namespace(run_id, case_no);
         let pods = mentioned
@@ -106,6 +112,7 @@ impl Identity {
             case_no,
             namespace,
             pods,
+            kubelet,
         }
     }
 
@@ -147,13 +154,16 @@ impl Identity {
             .map(|(alias, _)| alias.as_str())
     }
 
-    /// Labels every object of the case carries.
+    /// Labels every object of the case carries: the run's and the case's, which no kubelet
+    /// reads, and the seed kubelet's `io.kubernetes.managed` under its rules only (its
+    /// readers list nothing without it; today's kubelet never writes it, so neither may a
+    /// case that follows today's rules).
     pub fn base_labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (labels::RUN_ID.to_owned(), self.run_id.clone()),
-            (labels::CASE.to_owned(), self.case_no.to_string()),
-            (labels::MANAGED.to_owned(), "true".to_owned()),
-        ])
+        let mut labels = self.own_selector();
+        if !self.kubelet.is_current() {
+            labels.insert(labels::MANAGED.to_owned(), "true".to_owned());
+        }
+        labels
     }
 
     /// The kubelet's `io.kubernetes.pod.*` labels of a pod alias.
@@ -229,7 +239,7 @@ mod tests {
                 namespace: Some("new".to_owned()),
             },
         )]);
-        let identity = Identity::new("r1", 2, &mentioned, &fixed);
+        let identity = Identity::new("r1", 2, &mentioned, &fixed, KubeletProfile::Seed);
         assert_eq!(
             identity.pod("a"),
             Pod {
@@ -243,5 +253,22 @@ mod tests {
         let mut redactor = Redactor::new("r1", "crih-r1-2", 2);
         identity.teach(&mut redactor, &fixed);
         assert_eq!(redactor.text("12345678-r1-2 r1-2-b"), "12345678 <uid:b>");
+    }
+
+    #[test]
+    fn only_the_seeds_objects_carry_the_managed_label() {
+        let mentioned = BTreeSet::from(["a".to_owned()]);
+        let none = BTreeMap::new();
+        let seed = Identity::new("r1", 2, &mentioned, &none, KubeletProfile::Seed);
+        let current = Identity::new("r1", 2, &mentioned, &none, KubeletProfile::Current);
+        let extra = BTreeMap::new();
+        for (identity, managed) in [(seed, true), (current, false)] {
+            let sandbox = identity.sandbox_labels("a", true, &extra);
+            let container = identity.container_labels(Some("a"), "app", &extra);
+            for map in [&sandbox, &container, &identity.base_labels()] {
+                assert_eq!(map.contains_key(labels::MANAGED), managed, "{map:?}");
+                assert_eq!(map[labels::RUN_ID], "r1");
+            }
+        }
     }
 }

@@ -96,9 +96,22 @@ pub struct World {
     /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
     /// syncs: the back-off, the last manifest), by the step's name; the world does not read it.
     pub(crate) kept: BTreeMap<&'static str, Box<dyn std::any::Any + Send + Sync>>,
-    /// What steps saw that no clause requires (keys a runtime added, say), for the case's
-    /// notes at `observed` level.
-    observations: Vec<String>,
+    /// What steps saw that no clause requires (keys a runtime added, say), or that broke a
+    /// clause other than the step's own, for the case's notes at `observed` level.
+    observations: Vec<StepNote>,
+    /// The clause the running step judges (the case's or its own), if it expects anything.
+    judged: Option<String>,
+}
+
+/// What a step saw besides its verdict: something no clause requires (`clause: None`, noted at
+/// the step's clause), or a broken clause that is not the step's to judge, noted at that
+/// clause and judged in its own case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepNote {
+    /// The clause the note is at; `None`: the step's own.
+    pub clause: Option<&'static str>,
+    /// What was seen, redacted.
+    pub what: String,
 }
 
 /// Maps a control-service failure of a step to its error.
@@ -130,7 +143,7 @@ impl World {
         mentioned: &BTreeSet<String>,
         fixed: &BTreeMap<String, PodIdentity>,
     ) -> Self {
-        let ids = Identity::new(run_id, case_no, mentioned, fixed);
+        let ids = Identity::new(run_id, case_no, mentioned, fixed, env.kubelet);
         let log = crate::cri::CallLog::new();
         let recorded = env.client.with_call_log(log.clone());
         let mut redactor = Redactor::new(run_id, &ids.namespace, case_no);
@@ -155,6 +168,7 @@ impl World {
             attempt: env.attempt,
             kept: BTreeMap::new(),
             observations: Vec::new(),
+            judged: None,
         }
     }
 
@@ -181,11 +195,38 @@ impl World {
     /// Notes what a step saw that no clause requires (in suite terms), for the case's notes.
     pub fn note_observed(&mut self, what: String) {
         let what = self.redact(&what);
-        self.observations.push(what);
+        self.observations.push(StepNote { clause: None, what });
+    }
+
+    /// Which clause the next step judges (`None`: it only sets up); the runner says so
+    /// before each step.
+    pub(crate) fn enter_step(&mut self, judged: Option<&str>) {
+        self.judged = judged.map(str::to_owned);
+    }
+
+    /// The outcome of a check of `clause` that a step makes on the way: the step's failure when
+    /// the step judges that clause, else a note at it, and the step goes on. A setup step
+    /// then checks only what its case needs, and each clause is judged in its own case, once.
+    pub(crate) fn check_on_the_way(
+        &mut self,
+        clause: &'static str,
+        check: Result<(), StepError>,
+    ) -> Result<(), StepError> {
+        match check {
+            Err(err) if self.judged.as_deref() != Some(clause) => {
+                let what = self.redact(&format!("{err} (judged by the cases of {clause})"));
+                self.observations.push(StepNote {
+                    clause: Some(clause),
+                    what,
+                });
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// What the steps observed since the last call (see [`World::note_observed`]).
-    pub fn take_observations(&mut self) -> Vec<String> {
+    pub fn take_observations(&mut self) -> Vec<StepNote> {
         std::mem::take(&mut self.observations)
     }
 
