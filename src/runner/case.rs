@@ -102,14 +102,20 @@ impl<'a> CaseRun<'a> {
         let case = self.case;
         for (index, step) in case.steps.iter().enumerate() {
             self.current = index;
+            self.world
+                .enter_step(case.clause_of(index).filter(|_| case.expects(index)));
             // Boxed: the future of the largest step kind would otherwise sit in every case's
             // future, on the stack of whichever thread polls it.
             let result = Box::pin(step.run(&mut self.world)).await;
-            for what in self.world.take_observations() {
+            for note in self.world.take_observations() {
                 self.notes.push(Note {
-                    clause: case.clause_of(index).unwrap_or("-").to_owned(),
+                    clause: note
+                        .clause
+                        .or_else(|| case.clause_of(index))
+                        .unwrap_or("-")
+                        .to_owned(),
                     level: Level::Observed,
-                    message: format!("step {} `{}`: {what}", index + 1, step.name()),
+                    message: format!("step {} `{}`: {}", index + 1, step.name(), note.what),
                 });
             }
             let Err(err) = result else {
