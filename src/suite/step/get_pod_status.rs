@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_error, is_default, CheckError, ErrorExpect, Kind, Scope, State, StepDef};
 use crate::cri::v1;
-use crate::manager::ContainerStatus;
+use crate::manager::{ContainerStatus, PodStatus};
 use crate::observe::Answer;
 use crate::world::{expect_eq, show, sorted, StepError, World};
 
@@ -117,6 +117,80 @@ pub struct ContainerExpect {
     pub finished_at: Option<i64>,
 }
 
+/// The pod status as the case's reference keeps it: only what the contract fixes. Of each
+/// sandbox the case ran, the labels and annotations it sent (a runtime may add keys:
+/// `sandbox.status.echoes-config`; they are noted at `observed`), no IP once it is not READY
+/// (`sandbox.stop.releases-ip` is a `should`, judged by its own cases), and no handler name
+/// where the case asked for the default one (a runtime may name its default). A seeded sandbox
+/// is kept as the case seeded it; one the manager ran keeps the keys the case's sandboxes were
+/// sent.
+fn reference_view(world: &mut World, status: &PodStatus) -> PodStatus {
+    let sent: Vec<&v1::PodSandboxConfig> = world
+        .aliases
+        .sandboxes
+        .iter()
+        .filter(|s| s.config.metadata.is_some())
+        .map(|s| &s.config)
+        .collect();
+    let any_sent = |map: fn(&v1::PodSandboxConfig) -> &BTreeMap<String, String>| {
+        sent.iter()
+            .flat_map(|c| map(c).keys().cloned())
+            .collect::<std::collections::BTreeSet<String>>()
+    };
+    let (any_labels, any_annotations) = (any_sent(|c| &c.labels), any_sent(|c| &c.annotations));
+    let mut added = Vec::new();
+    let mut view = status.clone();
+    for sandbox in &mut view.sandbox_statuses {
+        let made = world.aliases.sandboxes.iter().find(|s| s.id == sandbox.id);
+        if made.is_some_and(|s| s.config.metadata.is_none()) {
+            continue;
+        }
+        let config = made.map(|s| &s.config);
+        let keep = |map: &mut BTreeMap<String, String>,
+                    own: Option<&BTreeMap<String, String>>,
+                    any: &std::collections::BTreeSet<String>,
+                    added: &mut Vec<String>| {
+            map.retain(|key, _| {
+                let sent = own.map_or_else(|| any.contains(key), |own| own.contains_key(key));
+                if !sent {
+                    added.push(key.clone());
+                }
+                sent
+            });
+        };
+        keep(
+            &mut sandbox.labels,
+            config.map(|c| &c.labels),
+            &any_labels,
+            &mut added,
+        );
+        keep(
+            &mut sandbox.annotations,
+            config.map(|c| &c.annotations),
+            &any_annotations,
+            &mut added,
+        );
+        if sandbox.state != v1::PodSandboxState::SandboxReady as i32 {
+            sandbox.network = sandbox
+                .network
+                .take()
+                .map(|_| v1::PodSandboxNetworkStatus::default());
+        }
+        if world.runtime_handler.is_empty() {
+            sandbox.runtime_handler.clear();
+        }
+    }
+    added.sort();
+    added.dedup();
+    if !added.is_empty() {
+        world.note_observed(format!(
+            "the runtime added keys to the sandboxes' labels or annotations: {}",
+            added.join(", ")
+        ));
+    }
+    view
+}
+
 impl StepDef for GetPodStatus {
     const NAME: &'static str = "get_pod_status";
     const KIND: Kind = Kind::Manager;
@@ -159,8 +233,9 @@ impl StepDef for GetPodStatus {
         let result = manager
             .get_pod_status(&pod.uid, &pod.name, &pod.namespace)
             .await;
-        world.observe(format!("get_pod_status {}", self.pod), &result, |s| {
-            Answer::PodStatus(Box::new(s.clone()))
+        let reference = result.as_ref().ok().map(|s| reference_view(world, s));
+        world.observe(format!("get_pod_status {}", self.pod), &result, |_| {
+            Answer::PodStatus(Box::new(reference.clone().unwrap_or_default()))
         });
         let Some(status) = check_error(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
