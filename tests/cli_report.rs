@@ -42,6 +42,10 @@ fn run_report_line_prints_the_whole_report_last_and_merge_reads_the_log() {
     assert_eq!(line["node"]["name"], "node-from-downward-api");
     assert_eq!(line["node"]["runtime_name"], "cri-harness-mock");
     assert_eq!(line["node"]["runtime_version"], env!("CARGO_PKG_VERSION"));
+    // What ran, as `report diff` pairs lanes by it: the default profile is left out.
+    assert_eq!(line["kubelet"], "seed");
+    assert_eq!(line["target"], "mock");
+    assert!(line.get("mock_profile").is_none());
     assert!(line["node"]["kernel"]
         .as_str()
         .is_some_and(|k| !k.is_empty()));
@@ -183,22 +187,27 @@ fn report_diff_gates_on_a_new_failure_and_names_the_fix_the_other_way() {
         (output.status.code(), stdout, json)
     };
 
+    // The lane is what ran, whatever the directories are named.
+    let lane = format!(
+        "cri-harness-mock {} (mock, kubelet seed)",
+        env!("CARGO_PKG_VERSION")
+    );
     let (code, stdout, json) = diff(&old, &new, &dir.path().join("forward.json"));
     assert_eq!(code, Some(1), "{stdout}");
     assert!(
         stdout.starts_with(&format!(
-            "new failures (1):\n  mock: {broken} (passed -> failed): the pod IP was wrong\n"
+            "new failures (1):\n  {lane}: {broken} (passed -> failed): the pod IP was wrong\n"
         )),
         "{stdout}"
     );
     assert_eq!(json["new_failures"][0]["key"]["case"], broken.as_str());
-    assert_eq!(json["new_failures"][0]["key"]["lane"], "mock");
+    assert_eq!(json["new_failures"][0]["key"]["lane"], lane.as_str());
 
     let (code, stdout, json) = diff(&new, &old, &dir.path().join("back.json"));
     assert_eq!(code, Some(0), "{stdout}");
     assert_eq!(
         stdout,
-        format!("fixed (1):\n  mock: {broken} (failed -> passed)\n")
+        format!("fixed (1):\n  {lane}: {broken} (failed -> passed)\n")
     );
     assert_eq!(json["fixes"].as_array().unwrap().len(), 1);
 
@@ -230,7 +239,7 @@ fn report_diff_gates_on_a_new_failure_and_names_the_fix_the_other_way() {
         serde_json::json!([[
             "new failures",
             [format!(
-                "mock: {broken} (passed -> failed): the pod IP was wrong"
+                "{lane}: {broken} (passed -> failed): the pod IP was wrong"
             )]
         ]])
     );

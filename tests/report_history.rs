@@ -56,29 +56,29 @@ fn report_diff_names_each_change_between_two_generated_nights() {
     let c = case;
     let expected = format!(
         "new failures (1):
-  containerd-1.7: {r} (passed -> failed): RemoveContainer left the container on night 2
+  containerd v1.7.24 (endpoint, kubelet seed): {r} (passed -> failed): RemoveContainer left the container on night 2
 fixed (2):
-  containerd-1.6: {f} (failed -> passed)
-  containerd-1.7: {f} (failed -> passed)
+  containerd v1.6.20 (endpoint, kubelet seed): {f} (failed -> passed)
+  containerd v1.7.24 (endpoint, kubelet seed): {f} (failed -> passed)
 changed verdict (6):
-  containerd-1.6: {kf} (known -> passed)
-  containerd-1.6: {w} (passed -> warning): a should clause broke: ContainerStatus.reason is empty
-  containerd-1.6: {nk} (passed -> known): Unimplemented
-  containerd-1.7: {kf} (known -> passed)
-  containerd-1.7: {w} (passed -> warning): a should clause broke: ContainerStatus.reason is empty
-  containerd-1.7: {nk} (passed -> known): Unimplemented
+  containerd v1.6.20 (endpoint, kubelet seed): {kf} (known -> passed)
+  containerd v1.6.20 (endpoint, kubelet seed): {w} (passed -> warning): a should clause broke: ContainerStatus.reason is empty
+  containerd v1.6.20 (endpoint, kubelet seed): {nk} (passed -> known): Unimplemented
+  containerd v1.7.24 (endpoint, kubelet seed): {kf} (known -> passed)
+  containerd v1.7.24 (endpoint, kubelet seed): {w} (passed -> warning): a should clause broke: ContainerStatus.reason is empty
+  containerd v1.7.24 (endpoint, kubelet seed): {nk} (passed -> known): Unimplemented
 added (2):
-  containerd-1.6: {a} (passed)
-  containerd-1.7: {a} (passed)
+  containerd v1.6.20 (endpoint, kubelet seed): {a} (passed)
+  containerd v1.7.24 (endpoint, kubelet seed): {a} (passed)
 removed (2):
-  containerd-1.6: {rm} (passed)
-  containerd-1.7: {rm} (passed)
+  containerd v1.6.20 (endpoint, kubelet seed): {rm} (passed)
+  containerd v1.7.24 (endpoint, kubelet seed): {rm} (passed)
 new known findings (2):
-  containerd-1.6: {nk}: containerd/containerd#11111
-  containerd-1.7: {nk}: containerd/containerd#11111
+  containerd v1.6.20 (endpoint, kubelet seed): {nk}: containerd/containerd#11111
+  containerd v1.7.24 (endpoint, kubelet seed): {nk}: containerd/containerd#11111
 known findings gone or maybe fixed (2):
-  containerd-1.6: {kf}: containerd/containerd#10520
-  containerd-1.7: {kf}: containerd/containerd#10520
+  containerd v1.6.20 (endpoint, kubelet seed): {kf}: containerd/containerd#10520
+  containerd v1.7.24 (endpoint, kubelet seed): {kf}: containerd/containerd#10520
 ",
         r = c(0),
         f = c(3),
@@ -156,14 +156,14 @@ fn thirty_nights_show_what_fails_since_when_the_flake_rates_and_a_planted_slowdo
         format!(
             "30 nights, 2 lanes, ordered by start time
 failing in the latest night (3):
-  containerd-1.6: {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
-  containerd-1.7: {regressed} failing since 2026-01-28 (2026-01-28T02:00:00Z), 3 nights: RemoveContainer left the container on night 30
-  containerd-1.7: {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
+  containerd v1.6.20 (endpoint, kubelet seed): {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
+  containerd v1.7.24 (endpoint, kubelet seed): {regressed} failing since 2026-01-28 (2026-01-28T02:00:00Z), 3 nights: RemoveContainer left the container on night 30
+  containerd v1.7.24 (endpoint, kubelet seed): {always} failing since 2026-01-01 (2026-01-01T02:00:00Z), 30 nights: {snapshot}
 flaky (4):
-  containerd-1.6: {intermittent} 6 of 30 nights (20.0 %)
-  containerd-1.7: {intermittent} 6 of 30 nights (20.0 %)
-  containerd-1.6: {flaky} 3 of 30 nights (10.0 %)
-  containerd-1.7: {flaky} 3 of 30 nights (10.0 %)
+  containerd v1.6.20 (endpoint, kubelet seed): {intermittent} 6 of 30 nights (20.0 %)
+  containerd v1.7.24 (endpoint, kubelet seed): {intermittent} 6 of 30 nights (20.0 %)
+  containerd v1.6.20 (endpoint, kubelet seed): {flaky} 3 of 30 nights (10.0 %)
+  containerd v1.7.24 (endpoint, kubelet seed): {flaky} 3 of 30 nights (10.0 %)
 "
         )
     );
@@ -188,19 +188,19 @@ flaky (4):
     assert_eq!(
         data["failing"],
         json!([
-            {"lane": "containerd-1.6", "case": always, "since": 0, "nights": 30, "message": snapshot},
-            {"lane": "containerd-1.7", "case": regressed, "since": 27, "nights": 3,
+            {"lane": "containerd v1.6.20 (endpoint, kubelet seed)", "case": always, "since": 0, "nights": 30, "message": snapshot},
+            {"lane": "containerd v1.7.24 (endpoint, kubelet seed)", "case": regressed, "since": 27, "nights": 3,
              "message": "RemoveContainer left the container on night 30"},
-            {"lane": "containerd-1.7", "case": always, "since": 0, "nights": 30, "message": snapshot},
+            {"lane": "containerd v1.7.24 (endpoint, kubelet seed)", "case": always, "since": 0, "nights": 30, "message": snapshot},
         ])
     );
     assert_eq!(
         data["flakes"],
         json!([
-            {"lane": "containerd-1.6", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
-            {"lane": "containerd-1.7", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
-            {"lane": "containerd-1.6", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
-            {"lane": "containerd-1.7", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
+            {"lane": "containerd v1.6.20 (endpoint, kubelet seed)", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
+            {"lane": "containerd v1.7.24 (endpoint, kubelet seed)", "case": intermittent, "flakes": 6, "runs": 30, "rate": 0.2},
+            {"lane": "containerd v1.6.20 (endpoint, kubelet seed)", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
+            {"lane": "containerd v1.7.24 (endpoint, kubelet seed)", "case": flaky, "flakes": 3, "runs": 30, "rate": 0.1},
         ])
     );
     assert!(data["flake_definition"]
@@ -230,7 +230,7 @@ flaky (4):
         1
     );
     let lane = &data["lanes"][1];
-    assert_eq!(lane["name"], "containerd-1.7");
+    assert_eq!(lane["name"], "containerd v1.7.24 (endpoint, kubelet seed)");
     assert_eq!(lane["runtimes"], json!(["containerd v1.7.24"]));
     assert_eq!(lane["cases"].as_array().unwrap().len(), 12);
     let row = |j: usize| {
@@ -290,7 +290,7 @@ fn two_nights_are_too_few_to_judge_the_bench_but_show_the_new_failure() {
     );
     assert_eq!(
         data["failing"][1],
-        json!({"lane": "containerd-1.7", "case": case(0), "since": 1, "nights": 1,
+        json!({"lane": "containerd v1.7.24 (endpoint, kubelet seed)", "case": case(0), "since": 1, "nights": 1,
                "message": "RemoveContainer left the container on night 2"})
     );
     assert_eq!(data["flakes"], json!([]));

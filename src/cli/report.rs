@@ -26,8 +26,9 @@ enum Command {
     /// *.json and *.log) into junit.xml, merged.json and index.html.
     Merge(MergeArgs),
     /// What changed between two nights (report files or directories of them): new failures,
-    /// fixes, changed verdicts, added and removed cases, known findings that came or went.
-    /// Exits 1 when a case fails that did not.
+    /// fixes, changed verdicts, lanes and cases added and removed, known findings that came or
+    /// went. Lanes pair by what ran (runtime, version, handler, mock or endpoint, kubelet), not
+    /// by directory names. Exits 1 when a case fails that did not.
     Diff(DiffArgs),
     /// Many nights (directories of run and bench reports) on one page, ordered by start time:
     /// the case × night grid per lane, cases failing in the latest night and since when, flake
@@ -38,8 +39,8 @@ enum Command {
 /// Arguments of `cri-harness report history`.
 #[derive(Debug, clap::Args)]
 struct HistoryArgs {
-    /// Night directories: each holds one night's run reports (one lane per report, as `report
-    /// diff` reads a directory) and `bench --json` reports
+    /// Night directories: each holds one night's run reports (one lane per report, paired
+    /// across nights by what ran, as `report diff` pairs them) and `bench --json` reports
     #[arg(value_name = "DIR", required = true)]
     nights: Vec<PathBuf>,
     /// Directory to write index.html into
@@ -107,7 +108,7 @@ fn history_page(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn diff_reports(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let old = diff::read_side(&args.old).context("reading the old side")?;
     let new = diff::read_side(&args.new).context("reading the new side")?;
-    let changes = diff::Diff::new(&old, &new);
+    let changes = diff::Diff::between(old, new).context("pairing the sides' lanes")?;
     print!("{}", changes.text());
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&changes)?;
@@ -125,7 +126,8 @@ fn merge_reports(args: &MergeArgs) -> anyhow::Result<ExitCode> {
     if let Some(baseline) = &args.baseline {
         let old = diff::read_side(baseline).context("reading the baseline")?;
         let new = diff::read_sides(&args.inputs).context("reading the inputs as a side")?;
-        merged.changes = Some(diff::Diff::new(&old, &new));
+        merged.changes =
+            Some(diff::Diff::between(old, new).context("pairing the baseline's lanes")?);
     }
     for (_, why) in &merged.unread {
         eprintln!("warning: {why}");

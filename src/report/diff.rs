@@ -1,21 +1,23 @@
 //! What changed between two nights: new failures and fixes, other changed verdict levels,
-//! cases added and removed, known findings that appeared or went. Each side is a report file
-//! or a directory of them (a nightly's `reports/`, one run per lane); a case is matched by its
-//! lane (the report's path under the directory) and its `suite/case` name, never by the run's
-//! ids.
+//! cases added and removed, lanes that came or went, known findings that appeared or went.
+//! Each side is a report file or a directory of them (a nightly's `reports/`, one run per
+//! lane). A report's lane is what ran, as the report records it (see [`super::lane`]), never
+//! the directory it sits in, so nights named by date pair; a case is matched by its lane and
+//! its `suite/case` name, never by the run's ids.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::lane::{self, LaneError, LaneId, LaneKey, Placed};
 use super::merge::read::{self, ReadError};
 use super::model::{CaseOutcome, RunReport, Verdict};
 
 /// A case's identity across nights: its lane and its `suite/case` name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct CaseKey {
-    /// The report's path under the directory given (empty for a report given as a file).
+    /// The lane: what ran (see [`LaneKey::label`]).
     pub lane: String,
     /// `suite/case`.
     pub case: String,
@@ -44,17 +46,62 @@ pub struct Seen {
     pub finding: Option<String>,
 }
 
-/// Reads a side from several inputs, as `report merge` takes them: the union of their lanes.
-pub fn read_sides(inputs: &[PathBuf]) -> Result<Side, ReadError> {
-    let mut side = Side::new();
+/// One run report of a side, as read: where it was and what ran, and its cases by
+/// `suite/case`. Its lane is only known once it is paired with the other side's.
+#[derive(Debug, Clone)]
+pub struct LaneReport {
+    /// Where it was and what ran.
+    pub placed: Placed,
+    /// Its cases.
+    pub cases: BTreeMap<String, Seen>,
+}
+
+/// A lane of one side: the report it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaneSeen {
+    /// What ran.
+    pub id: LaneId,
+    /// The report file.
+    pub path: PathBuf,
+    /// Its cases.
+    pub cases: usize,
+    /// Its cases that fail (failed or error).
+    pub failing: usize,
+}
+
+/// Every case and lane of one side, by key, once paired with the other side.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Side {
+    /// Every case.
+    pub cases: BTreeMap<CaseKey, Seen>,
+    /// Every lane, by label.
+    pub lanes: BTreeMap<String, LaneSeen>,
+}
+
+/// Reads a side from several inputs, as `report merge` takes them: the union of their reports.
+pub fn read_sides(inputs: &[PathBuf]) -> Result<Vec<LaneReport>, ReadError> {
+    let mut side = Vec::new();
     for input in inputs {
         side.extend(read_side(input)?);
     }
     Ok(side)
 }
 
-/// Every case of one side, by key.
-pub type Side = BTreeMap<CaseKey, Seen>;
+/// Pairs the reports of two sides by their lanes ([`lane::resolve`]).
+pub fn pair(old: Vec<LaneReport>, new: Vec<LaneReport>) -> Result<(Side, Side), LaneError> {
+    let places = |side: &[LaneReport]| side.iter().map(|r| r.placed.clone()).collect();
+    let keys = lane::resolve(&[places(&old), places(&new)])?;
+    let mut sides = keys.into_iter().zip([old, new]).map(|(keys, reports)| {
+        let mut side = Side::default();
+        for (key, report) in keys.iter().zip(reports) {
+            side_of(key, report, &mut side);
+        }
+        side
+    });
+    let old = sides.next().unwrap_or_default();
+    let new = sides.next().unwrap_or_default();
+    Ok((old, new))
+}
 
 /// A case whose verdict moved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,6 +123,16 @@ pub struct Only {
     pub seen: Seen,
 }
 
+/// A lane present on one side only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaneOnly {
+    /// The lane's label.
+    pub lane: String,
+    /// Its report there.
+    #[serde(flatten)]
+    pub seen: LaneSeen,
+}
+
 /// A known finding that appeared or went, with the case that shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FindingChange {
@@ -88,8 +145,8 @@ pub struct FindingChange {
 /// What changed from the old side to the new.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Diff {
-    /// Cases that fail now (failed or error) and did not before, added cases included; a case
-    /// flaky before that now fails in all its attempts is one.
+    /// Cases that fail now (failed or error) and did not before, added cases and the cases of
+    /// added lanes included; a case flaky before that now fails in all its attempts is one.
     pub new_failures: Vec<Change>,
     /// Cases that failed before and pass now (or only warn).
     pub fixes: Vec<Change>,
@@ -98,9 +155,13 @@ pub struct Diff {
     /// `interrupted`, ...). A flaky case failed only in some attempts, and an interrupted one
     /// has no verdict: neither is a new failure or a fix.
     pub changed: Vec<Change>,
-    /// Cases only the new side has.
+    /// Lanes only the new side ran: their cases are in no `added` list.
+    pub lanes_added: Vec<LaneOnly>,
+    /// Lanes only the old side ran: their cases are in no `removed` list.
+    pub lanes_removed: Vec<LaneOnly>,
+    /// Cases only the new side has, in a lane both sides ran.
     pub added: Vec<Only>,
-    /// Cases only the old side has.
+    /// Cases only the old side has, in a lane both sides ran.
     pub removed: Vec<Only>,
     /// Known failures the new side has that the old did not show as known.
     pub new_known: Vec<FindingChange>,
@@ -110,12 +171,38 @@ pub struct Diff {
 }
 
 impl Diff {
-    /// Compares two sides.
+    /// Pairs two sides' reports by lane and compares them.
+    pub fn between(old: Vec<LaneReport>, new: Vec<LaneReport>) -> Result<Self, LaneError> {
+        let (old, new) = pair(old, new)?;
+        Ok(Self::new(&old, &new))
+    }
+
+    /// Compares two paired sides.
     pub fn new(old: &Side, new: &Side) -> Self {
-        let mut diff = Diff::default();
-        for (key, now) in new {
-            let before = old.get(key);
-            if before.is_none() {
+        let lane_only = |(lane, seen): (&String, &LaneSeen)| LaneOnly {
+            lane: lane.clone(),
+            seen: seen.clone(),
+        };
+        let mut diff = Diff {
+            lanes_added: new
+                .lanes
+                .iter()
+                .filter(|(lane, _)| !old.lanes.contains_key(*lane))
+                .map(lane_only)
+                .collect(),
+            lanes_removed: old
+                .lanes
+                .iter()
+                .filter(|(lane, _)| !new.lanes.contains_key(*lane))
+                .map(lane_only)
+                .collect(),
+            ..Diff::default()
+        };
+        for (key, now) in &new.cases {
+            let before = old.cases.get(key);
+            // A lane the old side did not run is listed once, as a lane; its failures still
+            // gate, as an added case's do.
+            if before.is_none() && old.lanes.contains_key(&key.lane) {
                 diff.added.push(Only {
                     key: key.clone(),
                     seen: now.clone(),
@@ -159,19 +246,21 @@ impl Diff {
                 _ => {}
             }
         }
-        for (key, before) in old {
-            if !new.contains_key(key) {
-                diff.removed.push(Only {
-                    key: key.clone(),
-                    seen: before.clone(),
-                });
-                if before.verdict == Verdict::Known {
-                    if let Some(finding) = &before.finding {
-                        diff.fixed_known.push(FindingChange {
-                            key: key.clone(),
-                            finding: finding.clone(),
-                        });
-                    }
+        for (key, before) in &old.cases {
+            // A lane the new side did not run says nothing of its cases or findings.
+            if new.cases.contains_key(key) || !new.lanes.contains_key(&key.lane) {
+                continue;
+            }
+            diff.removed.push(Only {
+                key: key.clone(),
+                seen: before.clone(),
+            });
+            if before.verdict == Verdict::Known {
+                if let Some(finding) = &before.finding {
+                    diff.fixed_known.push(FindingChange {
+                        key: key.clone(),
+                        finding: finding.clone(),
+                    });
                 }
             }
         }
@@ -198,6 +287,15 @@ impl Diff {
         };
         let only = |o: &Only| format!("{} ({})", o.key, verdict_name(o.seen.verdict));
         let finding = |f: &FindingChange| format!("{}: {}", f.key, f.finding);
+        let lane = |l: &LaneOnly| {
+            format!(
+                "{}: {} cases, {} failing ({})",
+                l.lane,
+                l.seen.cases,
+                l.seen.failing,
+                l.seen.path.display()
+            )
+        };
         [
             (
                 "new failures",
@@ -205,6 +303,11 @@ impl Diff {
             ),
             ("fixed", self.fixes.iter().map(change).collect()),
             ("changed verdict", self.changed.iter().map(change).collect()),
+            ("lanes added", self.lanes_added.iter().map(lane).collect()),
+            (
+                "lanes removed",
+                self.lanes_removed.iter().map(lane).collect(),
+            ),
             ("added", self.added.iter().map(only).collect()),
             ("removed", self.removed.iter().map(only).collect()),
             (
@@ -250,33 +353,53 @@ fn verdict_name(verdict: Verdict) -> &'static str {
     }
 }
 
-/// A side's cases from one run.
-fn side_of(lane: &str, report: &RunReport, side: &mut Side) {
-    for case in &report.cases {
-        let finding = match &case.outcome {
-            CaseOutcome::Known { finding, .. } => Some(finding.clone()),
-            _ => case.finding_fixed.clone(),
-        };
-        side.insert(
-            CaseKey {
-                lane: lane.to_owned(),
-                case: case.full_name(),
-            },
-            Seen {
+/// A run's cases, by `suite/case`.
+fn cases_of(report: &RunReport) -> BTreeMap<String, Seen> {
+    report
+        .cases
+        .iter()
+        .map(|case| {
+            let finding = match &case.outcome {
+                CaseOutcome::Known { finding, .. } => Some(finding.clone()),
+                _ => case.finding_fixed.clone(),
+            };
+            let seen = Seen {
                 verdict: case.outcome.verdict(),
                 reason: case.outcome.reason().map(str::to_owned),
                 finding,
+            };
+            (case.full_name(), seen)
+        })
+        .collect()
+}
+
+/// Adds one report's lane and cases, as lane `key`, to a side.
+fn side_of(key: &LaneKey, report: LaneReport, side: &mut Side) {
+    let lane = key.label();
+    side.lanes.insert(
+        lane.clone(),
+        LaneSeen {
+            id: report.placed.id,
+            path: report.placed.path,
+            cases: report.cases.len(),
+            failing: report.cases.values().filter(|s| s.verdict.fails()).count(),
+        },
+    );
+    for (case, seen) in report.cases {
+        side.cases.insert(
+            CaseKey {
+                lane: lane.clone(),
+                case,
             },
+            seen,
         );
     }
 }
 
-/// Reads one side: a report file (its lane is empty) or a directory, every report under it a
-/// lane named by its path there, or by the directory's name for the report at its root. Files
-/// under a directory that hold no report (a bench's JSON) are passed over; a file named
-/// directly must hold one.
-pub fn read_side(input: &Path) -> Result<Side, ReadError> {
-    let mut side = Side::new();
+/// Reads one side: a report file, or a directory with every report under it. Files under a
+/// directory that hold no report (a bench's JSON) are passed over; a file named directly must
+/// hold one.
+pub fn read_side(input: &Path) -> Result<Vec<LaneReport>, ReadError> {
     let is_dir = std::fs::metadata(input)
         .map_err(|source| ReadError::Io {
             path: input.to_owned(),
@@ -284,16 +407,18 @@ pub fn read_side(input: &Path) -> Result<Side, ReadError> {
         })?
         .is_dir();
     if !is_dir {
-        side_of("", &read::read(input)?, &mut side);
-        return Ok(side);
+        let report = read::read(input)?;
+        let dir = input.parent().unwrap_or(Path::new(""));
+        return Ok(vec![lane_report(placed(dir, input, &report), &report)]);
     }
     let (files, mut errors) = read::files(&[input.to_owned()]);
     if let Some(error) = errors.drain(..).next() {
         return Err(error);
     }
+    let mut side = Vec::new();
     for file in files {
         match read::read(&file) {
-            Ok(report) => side_of(&lane(input, &file), &report, &mut side),
+            Ok(report) => side.push(lane_report(placed(input, &file, &report), &report)),
             Err(ReadError::NoReport { .. }) => {}
             Err(error) => return Err(error),
         }
@@ -301,23 +426,32 @@ pub fn read_side(input: &Path) -> Result<Side, ReadError> {
     Ok(side)
 }
 
-/// A report's lane: its path under the directory, without a trailing `results.json`; for the
-/// report at the directory's root, the directory's name, so `reports/containerd` given alone
-/// and `reports` holding `containerd/results.json` name the same lane.
-pub(crate) fn lane(dir: &Path, file: &Path) -> String {
-    let relative = file.strip_prefix(dir).unwrap_or(file);
-    let relative = if relative.file_name().is_some_and(|n| n == "results.json") {
-        relative.parent().map(PathBuf::from).unwrap_or_default()
-    } else {
-        relative.to_path_buf()
-    };
-    if relative.as_os_str().is_empty() {
-        // A run's own report directory given as the side: the lane is the directory's name.
-        return dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+fn lane_report(placed: Placed, report: &RunReport) -> LaneReport {
+    LaneReport {
+        placed,
+        cases: cases_of(report),
     }
+}
+
+/// Where `file`, read from under `dir`, was and what ran.
+pub(crate) fn placed(dir: &Path, file: &Path, report: &RunReport) -> Placed {
+    Placed {
+        path: file.to_owned(),
+        at: at(dir, file),
+        id: LaneId::of(report),
+    }
+}
+
+/// A report's path under the directory, without a trailing `results.json`: empty for the
+/// directory's own report; a file given directly is under its own directory. It only tells
+/// apart two reports of one identity in a night (see [`LaneKey`]).
+fn at(dir: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(dir).unwrap_or(Path::new(""));
+    let relative = if relative.file_name().is_some_and(|n| n == "results.json") {
+        relative.parent().unwrap_or(Path::new(""))
+    } else {
+        relative
+    };
     relative.display().to_string()
 }
 
@@ -340,11 +474,29 @@ mod tests {
         }
     }
 
+    fn lane_seen(cases: usize) -> LaneSeen {
+        LaneSeen {
+            id: LaneId {
+                runtime_name: Some("containerd".into()),
+                runtime_version: Some("v1.7.24".into()),
+                runtime_handler: String::new(),
+                target: Some(lane::TargetKind::Endpoint),
+                kubelet: Some("seed".into()),
+            },
+            path: "containerd/results.json".into(),
+            cases,
+            failing: 0,
+        }
+    }
+
     fn side(cases: &[(&str, Verdict, Option<&str>)]) -> Side {
-        cases
-            .iter()
-            .map(|(case, verdict, finding)| (key(case), seen(*verdict, *finding)))
-            .collect()
+        Side {
+            cases: cases
+                .iter()
+                .map(|(case, verdict, finding)| (key(case), seen(*verdict, *finding)))
+                .collect(),
+            lanes: [("containerd".to_owned(), lane_seen(cases.len()))].into(),
+        }
     }
 
     fn names<T>(items: &[T], key_of: impl Fn(&T) -> &CaseKey) -> Vec<String> {
@@ -478,33 +630,80 @@ mod tests {
     }
 
     #[test]
-    fn a_case_is_matched_by_lane_so_another_lanes_failure_is_new() {
-        let old = side(&[("s/a", Verdict::Failed, None)]);
-        let mut new = Side::new();
-        new.insert(
-            CaseKey {
+    fn a_lane_on_one_side_only_is_listed_as_a_lane_and_its_new_failures_still_gate() {
+        use Verdict::*;
+        let old = side(&[("s/a", Failed, None), ("s/k", Known, Some("upstream#1"))]);
+        let mut new = Side::default();
+        for (case, verdict) in [("s/a", Failed), ("s/b", Passed)] {
+            let key = CaseKey {
                 lane: "containerd-1.7".into(),
-                case: "s/a".into(),
-            },
-            seen(Verdict::Failed, None),
-        );
+                case: case.into(),
+            };
+            new.cases.insert(key, seen(verdict, None));
+        }
+        new.lanes.insert("containerd-1.7".into(), lane_seen(2));
         let diff = Diff::new(&old, &new);
-        assert_eq!(diff.new_failures.len(), 1);
-        assert_eq!(diff.removed.len(), 1);
+        assert_eq!(names(&diff.new_failures, |c| &c.key), ["s/a"]);
+        assert!(diff.added.is_empty() && diff.removed.is_empty());
+        assert!(diff.fixed_known.is_empty(), "a lane not run fixed nothing");
+        assert_eq!(diff.lanes_added.len(), 1);
+        assert_eq!(diff.lanes_removed.len(), 1);
+        assert_eq!(
+            diff.sections()[1],
+            (
+                "lanes added",
+                vec!["containerd-1.7: 2 cases, 0 failing (containerd/results.json)".to_owned()]
+            )
+        );
     }
 
     #[test]
-    fn lanes_are_report_paths_under_the_directory() {
-        let dir = Path::new("/n/reports");
+    fn a_report_is_at_its_path_under_the_directory_and_a_root_report_nowhere() {
+        let dir = Path::new("/n/2026-12-04");
         assert_eq!(
-            lane(dir, Path::new("/n/reports/containerd/results.json")),
+            at(dir, Path::new("/n/2026-12-04/containerd/results.json")),
             "containerd"
         );
-        assert_eq!(lane(dir, Path::new("/n/reports/node-1.log")), "node-1.log");
-        let own = Path::new("/n/reports/containerd");
+        assert_eq!(at(dir, Path::new("/n/2026-12-04/node-1.log")), "node-1.log");
+        assert_eq!(at(dir, Path::new("/n/2026-12-04/results.json")), "");
+    }
+
+    /// A side of one report per `(path under the night, runtime, version)`, each with case
+    /// `s/a` at the verdict given.
+    fn night(reports: &[(&str, &str, &str, Verdict)]) -> Vec<LaneReport> {
+        reports
+            .iter()
+            .map(|(at, runtime, version, verdict)| LaneReport {
+                placed: Placed {
+                    path: format!("{at}/results.json").into(),
+                    at: (*at).into(),
+                    id: LaneId {
+                        runtime_name: Some((*runtime).into()),
+                        runtime_version: Some((*version).into()),
+                        ..lane_seen(0).id
+                    },
+                },
+                cases: [("s/a".to_owned(), seen(*verdict, None))].into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lanes_pair_by_what_ran_whatever_their_directories_are_named() {
+        use Verdict::*;
+        let old = night(&[
+            ("", "containerd", "v1.7.24", Failed),
+            ("x", "containerd", "v2.1.9", Passed),
+        ]);
+        let new = night(&[
+            ("y", "containerd", "v1.7.24", Passed),
+            ("", "containerd", "v2.1.9", Passed),
+        ]);
+        let diff = Diff::between(old.clone(), new).unwrap();
         assert_eq!(
-            lane(own, Path::new("/n/reports/containerd/results.json")),
-            "containerd"
+            diff.text(),
+            "fixed (1):\n  containerd v1.7.24 (endpoint, kubelet seed): s/a (failed -> passed)\n"
         );
+        assert_eq!(Diff::between(old.clone(), old).unwrap(), Diff::default());
     }
 }

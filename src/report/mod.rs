@@ -14,6 +14,7 @@ pub mod attempts;
 pub mod bench;
 pub mod diff;
 pub mod history;
+pub mod lane;
 pub mod latency;
 pub mod merge;
 pub mod model;
@@ -522,6 +523,8 @@ mod tests {
             target: "mock".into(),
             target_kind: "mock".into(),
             runtime_handler: String::new(),
+            mock_profile: String::new(),
+            kubelet: Some("seed".into()),
             cases,
             errors: Vec::new(),
             aborted: None,

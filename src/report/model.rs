@@ -419,6 +419,15 @@ pub struct RunReport {
     /// The RuntimeClass handler the sandboxes asked for; empty for the runtime's default.
     #[serde(default)]
     pub runtime_handler: String,
+    /// The mock's profile, for a run on the mock: empty for the default one (containerd's
+    /// answers), which is all a report of a harness without profiles ran.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mock_profile: String,
+    /// The kubelet profile the managers followed (`--kubelet`: `seed`, `current`); none in
+    /// reports of harnesses that did not record it. A name, not the enum, so a report of a
+    /// later harness with another profile still reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet: Option<String>,
     /// Every selected case, in suite and file order.
     pub cases: Vec<CaseReport>,
     /// Suite files that could not be used, and problems of the run as a whole.
@@ -674,6 +683,8 @@ mod tests {
             target: "unix:///run/containerd/containerd.sock".into(),
             target_kind: "containerd".into(),
             runtime_handler: "runc".into(),
+            mock_profile: "other-runtime".into(),
+            kubelet: Some("current".into()),
             cases,
             errors: vec!["suites/bad.yaml: not YAML".into()],
             aborted: Some("the runtime stopped answering".into()),
@@ -732,6 +743,8 @@ mod tests {
         assert!(report.cases[0].failures.is_empty());
         assert_eq!(report.cases[0].stopped, None);
         assert!(!report.interrupted);
+        assert_eq!(report.kubelet, None);
+        assert_eq!(report.mock_profile, "");
     }
 
     #[test]

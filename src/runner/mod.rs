@@ -246,6 +246,9 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         target: "mock".to_owned(),
         target_kind: "mock".to_owned(),
         runtime_handler: config.runtime_handler.clone(),
+        // The mock has one profile, its default; a run in another names it here, as its lane.
+        mock_profile: String::new(),
+        kubelet: Some(config.kubelet.name().to_owned()),
         cases: Vec::new(),
         errors: Vec::new(),
         aborted: None,

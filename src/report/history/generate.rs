@@ -206,6 +206,7 @@ pub fn run_report(plan: &Plan, names: &[(String, String)], lane: usize, i: usize
         "run_id": format!("n{i:04}{lane}"),
         "target": format!("unix:///run/{lane_name}/containerd.sock"),
         "target_kind": runtime,
+        "kubelet": "seed",
         "cases": cases,
         "duration": 60.0,
         "node": {"name": "ci-runner", "kernel": "6.1.0-28-amd64", "os_image": "Debian GNU/Linux 12 (bookworm)",
@@ -308,7 +309,7 @@ mod tests {
         assert!(night.passed_over.is_empty(), "{:?}", night.passed_over);
         assert_eq!(night.started_at.as_deref(), Some("2026-01-03T02:00:00Z"));
         assert_eq!(night.name, "2026-01-03");
-        assert_eq!(night.runs[0].lane, "containerd-1.6");
+        assert_eq!(night.runs[0].placed.at, "containerd-1.6");
         assert_eq!(night.benches[0].operations.len(), OPERATIONS.len());
     }
 

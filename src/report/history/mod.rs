@@ -1,7 +1,8 @@
 //! `report history`: a series of nights, each a directory of run reports (one lane per
-//! report) and bench reports, read into one [`History`] and written as one static page: the
-//! case × night grid per lane, the cases failing in the latest night with the night their
-//! streak began, each case's flake rate, and the bench figures over time with a slowdown check.
+//! report, known by what ran) and bench reports, read into one [`History`] and written as one
+//! static page: the case × night grid per lane, the cases failing in the latest night with the
+//! night their streak began, each case's flake rate, and the bench figures over time with a
+//! slowdown check.
 
 use std::path::{Path, PathBuf};
 
@@ -14,20 +15,43 @@ pub mod trend;
 
 pub use model::{History, Order};
 
+use super::lane::{self, LaneError};
 use super::merge::read::ReadError;
 use super::ReportError;
+
+/// Nights that give no history.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// A night could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Two reports of a night could not be told apart.
+    #[error(transparent)]
+    Lanes(#[from] LaneError),
+}
 
 /// The page `report history` writes into its output directory.
 pub const PAGE: &str = "index.html";
 
-/// Reads every night (on all cores: at a thousand nights the reading is most of the work) and
-/// builds the history. A night that cannot be read stops it: a gap would mislead streaks.
-pub fn read_all(dirs: &[PathBuf]) -> Result<History, ReadError> {
+/// Reads every night (on all cores: at a thousand nights the reading is most of the work),
+/// pairs their lanes by what ran and builds the history. A night that cannot be read stops
+/// it: a gap would mislead streaks.
+pub fn read_all(dirs: &[PathBuf]) -> Result<History, HistoryError> {
     let nights = super::read_in_parallel(dirs, read::night, |path| ReadError::NoReport {
         path: path.to_owned(),
         source: None,
     });
-    Ok(model::build(nights.into_iter().collect::<Result<_, _>>()?))
+    let mut nights: Vec<read::Night> = nights.into_iter().collect::<Result<_, _>>()?;
+    let placed: Vec<Vec<lane::Placed>> = nights
+        .iter()
+        .map(|night| night.runs.iter().map(|run| run.placed.clone()).collect())
+        .collect();
+    for (night, keys) in nights.iter_mut().zip(lane::resolve(&placed)?) {
+        for (run, key) in night.runs.iter_mut().zip(keys) {
+            run.lane = key.label();
+        }
+    }
+    Ok(model::build(nights))
 }
 
 /// Writes the page for `history` into `dir` (created if needed); answers its path.

@@ -66,7 +66,7 @@ pub struct Row {
 /// One lane's grid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lane {
-    /// The lane (see `report diff`).
+    /// The lane: what ran (see [`crate::report::lane`]).
     pub name: String,
     /// The runtimes it ran against, in the order first seen.
     pub runtimes: Vec<String>,

@@ -1,12 +1,13 @@
-//! Reading one night: a directory holding run reports (one lane per report, named as `report
-//! diff` names them) and bench reports (`bench --json`), boiled down on the spot to what a
-//! history keeps, so a thousand nights fit in memory.
+//! Reading one night: a directory holding run reports (one lane per report, known by what ran,
+//! as `report diff` pairs them) and bench reports (`bench --json`), boiled down on the spot to
+//! what a history keeps, so a thousand nights fit in memory.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::report::bench;
 use crate::report::diff;
+use crate::report::lane::Placed;
 use crate::report::merge::model::runtime_label;
 use crate::report::merge::read::{self as report_read, ReadError};
 use crate::report::model::{RunReport, Verdict};
@@ -17,8 +18,10 @@ pub type CaseResult = (String, Verdict, Option<String>);
 /// One lane's run in a night.
 #[derive(Debug, Clone)]
 pub struct LaneRun {
-    /// The report's path under the night's directory (see `report diff`).
+    /// The lane's label, once the nights' lanes are resolved (see [`crate::report::lane`]).
     pub lane: String,
+    /// Where the report was and what ran.
+    pub placed: Placed,
     /// The runtime's name and version from its Version answer.
     pub runtime: String,
     /// Every case's result, in the report's order.
@@ -69,9 +72,10 @@ pub fn bench_runtime(report: &bench::Report) -> String {
     label
 }
 
-fn lane_run(lane: String, report: RunReport) -> LaneRun {
+fn lane_run(placed: Placed, report: RunReport) -> LaneRun {
     LaneRun {
-        lane,
+        lane: String::new(),
+        placed,
         runtime: runtime_label(&report.node),
         cases: report
             .cases
@@ -136,7 +140,9 @@ pub fn night(dir: &Path) -> Result<Night, ReadError> {
         })?;
         let started_at = if let Ok(report) = report_read::parse(&text) {
             let started_at = report.started_at.clone();
-            night.runs.push(lane_run(diff::lane(dir, &file), report));
+            night
+                .runs
+                .push(lane_run(diff::placed(dir, &file, &report), report));
             started_at
         } else if let Ok(report) = serde_json::from_str::<bench::Report>(&text) {
             let started_at = report.started_at.clone();

@@ -118,6 +118,8 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                 target: "unix:///run/containerd/containerd.sock".into(),
                 target_kind: runtime_name.into(),
                 runtime_handler: String::new(),
+                mock_profile: String::new(),
+                kubelet: Some("seed".into()),
                 cases,
                 errors: Vec::new(),
                 aborted: None,
