@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
-use super::common::EndpointArgs;
+use super::common::{EndpointArgs, RegistryPrefixArg};
 use crate::images::{self, BuiltImage, Busybox, ImageNames, TestImage, DEFAULT_BUSYBOX};
 use crate::suite::{self, Step};
 
@@ -82,6 +82,9 @@ enum ImagesCommand {
     Pull {
         #[command(flatten)]
         endpoints: EndpointArgs,
+        /// Pull them from the mirror a run with the same --registry-prefix pulls from
+        #[command(flatten)]
+        images: RegistryPrefixArg,
     },
 }
 
@@ -157,14 +160,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             source,
             skopeo,
         } => push(&registry, &source.busybox, &skopeo).await?,
-        ImagesCommand::Pull { endpoints } => {
+        ImagesCommand::Pull {
+            endpoints,
+            images: prefix,
+        } => {
             let client = endpoints.connect().await?;
+            let names = prefix.names();
             for image in images::catalogue().iter().filter(|image| image.kept) {
+                let reference = names.map(image.reference);
                 let id = client
-                    .pull_image(image.reference)
+                    .pull_image(&reference)
                     .await
-                    .with_context(|| format!("cannot pull {}", image.reference))?;
-                println!("{} {id}", image.reference);
+                    .with_context(|| format!("cannot pull {reference}"))?;
+                println!("{reference} {id}");
             }
         }
     }
