@@ -239,3 +239,50 @@ fn every_case_that_names_a_short_name_declares_docker_hub_names() {
         }
     }
 }
+
+/// `run --mock --mock-allow-registry` as typed: the image-manager case that pulls by a
+/// harness name fails NotFound without the prefix and passes with it; a prefix no reference
+/// can start with, and an allow-list without the mock, are refused before anything runs.
+#[test]
+fn the_flags_as_a_user_types_them() {
+    let snapshots = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        support::harness()
+            .args(["run", "--mock", "--snapshot-dir"])
+            .arg(snapshots.path())
+            .args([
+                "--focus",
+                "^conformance-images/one-image-has-one-id-in-every-api$",
+                "--mock-allow-registry",
+                MIRROR,
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[]);
+    let printed = support::printed(&refused);
+    assert!(!refused.status.success(), "{printed}");
+    assert!(printed.contains("NotFound"), "{printed}");
+    let mirrored = run(&["--registry-prefix", MIRROR]);
+    let printed = support::printed(&mirrored);
+    assert!(mirrored.status.success(), "{printed}");
+    assert!(printed.contains("images from: 127.0.0.1:5000"), "{printed}");
+    assert!(printed.contains("1 passed, 0 failed"), "{printed}");
+
+    let bad = run(&["--registry-prefix", "http://127.0.0.1:5000"]);
+    assert!(!bad.status.success());
+    assert!(support::printed(&bad).contains("has a scheme"));
+    let endpoint = support::harness()
+        .args([
+            "run",
+            "-r",
+            "unix:///nonexistent.sock",
+            "--mock-allow-registry",
+            MIRROR,
+        ])
+        .output()
+        .unwrap();
+    assert!(!endpoint.status.success());
+    assert!(support::printed(&endpoint).contains("--mock-allow-registry needs --mock"));
+}
