@@ -286,3 +286,44 @@ fn the_flags_as_a_user_types_them() {
     assert!(!endpoint.status.success());
     assert!(support::printed(&endpoint).contains("--mock-allow-registry needs --mock"));
 }
+
+/// `bench` on a mirror-only mock: with the prefix every benchmark's iterations succeed, the
+/// image benchmarks pulling the mirror's names; without it their pulls are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_pulls_its_images_from_the_mirror() {
+    use cri_harness::bench::{self, Benchmark};
+
+    let failures = |names: ImageNames| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let server = MockRuntime::new()
+            .with_registries(RegistryAllowList::only([MIRROR]))
+            .serve_unix(&dir.path().join("cri.sock"))
+            .await
+            .unwrap();
+        let endpoint = server.endpoint();
+        let client = cri::connect(&endpoint, &endpoint, &ConnectOptions::default())
+            .await
+            .unwrap();
+        let config = bench::Config {
+            run_id: "benchprefix".to_owned(),
+            iterations: 2,
+            parallel: 1,
+            runtime_handler: String::new(),
+            benchmarks: Benchmark::ALL.to_vec(),
+            images: names,
+        };
+        let stop = tokio_util::sync::CancellationToken::new();
+        let report = bench::run(&client, &config, &stop, |_| {}).await.unwrap();
+        server.shutdown().await;
+        assert!(report.image.starts_with(MIRROR) == config.images.prefix().is_some());
+        report
+            .benchmarks
+            .into_iter()
+            .map(|b| (b.name, b.failures))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let mirrored = failures(ImageNames::with_prefix(MIRROR).unwrap()).await;
+    assert!(mirrored.values().all(|&f| f == 0), "{mirrored:?}");
+    let public = failures(ImageNames::public()).await;
+    assert!(public.values().any(|&f| f > 0), "{public:?}");
+}

@@ -195,7 +195,7 @@ impl TargetArgs {
 /// mirror with critest's `-registry-prefix`, for a runtime that cannot remap registry names.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RegistryPrefixArg {
-    /// Pull every image a case names as PREFIX/<path>: the reference's path without its
+    /// Pull every image a case names as PREFIX/PATH, PATH being the reference's without its
     /// registry host (`registry.k8s.io/pause:3.9` is PREFIX/pause:3.9), as critest's
     /// -registry-prefix; `images push --registry` fills such a mirror
     #[arg(long, value_name = "HOST[:PORT][/PATH]", value_parser = registry_prefix)]
