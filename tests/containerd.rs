@@ -74,6 +74,8 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         strict: false,
         attempts: Default::default(),
         known: Some(known.clone()),
+        images: Default::default(),
+        mock_registries: Default::default(),
     };
     // Every case under the seed's rules, then the cases that state today's kubelet under its
     // rules: between the two runs each of those passes once.

@@ -37,6 +37,7 @@ fn options(defects: Vec<Defect>, seed: u64, duration: Duration, sequences: Optio
         run_id: "fuzztest".to_owned(),
         target: Where::Mock(defects),
         known: None,
+        images: Default::default(),
     }
 }
 

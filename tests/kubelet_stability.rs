@@ -46,6 +46,8 @@ async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutco
         strict: false,
         attempts: Default::default(),
         known: None,
+        images: Default::default(),
+        mock_registries: Default::default(),
     };
     support::run_outcomes(config).await
 }

@@ -58,6 +58,8 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         strict: false,
         attempts: Default::default(),
         known: None,
+        images: Default::default(),
+        mock_registries: Default::default(),
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     let failures: Vec<String> = report

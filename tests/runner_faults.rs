@@ -70,6 +70,8 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         strict: false,
         attempts: Default::default(),
         known: None,
+        images: Default::default(),
+        mock_registries: Default::default(),
     }
 }
 

@@ -53,6 +53,8 @@ fn config(
             )
             .unwrap(),
         ),
+        images: Default::default(),
+        mock_registries: Default::default(),
     }
 }
 

@@ -45,6 +45,8 @@ async fn run_once() -> snapshot::SnapshotStatus {
         strict: false,
         attempts: Default::default(),
         known: None,
+        images: Default::default(),
+        mock_registries: Default::default(),
     };
     let report = runner::run(config, Interrupt::new(), None).await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);

@@ -91,6 +91,8 @@ pub struct Config {
     pub runtime_handler: String,
     /// The benchmarks, in the order run.
     pub benchmarks: Vec<Benchmark>,
+    /// How the benchmark images become references (`--registry-prefix`).
+    pub images: images::ImageNames,
 }
 
 /// Why a run could not start.
@@ -119,7 +121,7 @@ pub async fn run(
     // Names the runtime in the report so histories chart by runtime; a runtime that does not
     // answer Version still gets benchmarked.
     let version = client.version("v1").await.ok();
-    let image = images::resolve("busybox");
+    let image = config.images.resolve("busybox");
     let image_was_present = client
         .image_status(&image)
         .await
@@ -128,7 +130,7 @@ pub async fn run(
             source,
         })?
         .is_some();
-    let pulled_image = images::resolve(images::BENCH_IMAGE);
+    let pulled_image = config.images.resolve(images::BENCH_IMAGE);
     let pulled_was_present = client
         .image_status(&pulled_image)
         .await

@@ -10,7 +10,7 @@ use std::str::FromStr as _;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{Chosen, LeaseDirArg, TargetArgs};
+use super::common::{Chosen, LeaseDirArg, RegistryPrefixArg, TargetArgs};
 use super::{cleanup_command, INTERRUPTED};
 use crate::bench::{self, Benchmark};
 use crate::cri::{self, CriClient};
@@ -25,6 +25,8 @@ pub struct Args {
     target: TargetArgs,
     #[command(flatten)]
     lease: LeaseDirArg,
+    #[command(flatten)]
+    images: RegistryPrefixArg,
     /// Iterations of each benchmark, shared among the workers
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     iterations: u32,
@@ -104,6 +106,7 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
         iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
         parallel: usize::from(args.parallel),
         runtime_handler: args.runtime_handler,
+        images: args.images.names(),
         benchmarks: if args.only.is_empty() {
             Benchmark::ALL.to_vec()
         } else {

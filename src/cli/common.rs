@@ -191,6 +191,29 @@ impl TargetArgs {
     }
 }
 
+/// Where the images a run pulls come from: `run`, `fuzz` and `bench` take them all from one
+/// mirror with critest's `-registry-prefix`, for a runtime that cannot remap registry names.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RegistryPrefixArg {
+    /// Pull every image a case names as PREFIX/PATH, PATH being the reference's without its
+    /// registry host (`registry.k8s.io/pause:3.9` is PREFIX/pause:3.9), as critest's
+    /// -registry-prefix; `images push --registry` fills such a mirror
+    #[arg(long, value_name = "HOST[:PORT][/PATH]", value_parser = registry_prefix)]
+    pub registry_prefix: Option<crate::images::ImageNames>,
+}
+
+impl RegistryPrefixArg {
+    /// The image names the flag gives (the public references without it).
+    pub fn names(&self) -> crate::images::ImageNames {
+        self.registry_prefix.clone().unwrap_or_default()
+    }
+}
+
+/// `--registry-prefix`, checked as a reference's start.
+fn registry_prefix(text: &str) -> Result<crate::images::ImageNames, crate::images::PrefixError> {
+    crate::images::ImageNames::with_prefix(text)
+}
+
 /// Where runs keep their leases; `run`, `prop` and `clean` must agree on it.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LeaseDirArg {

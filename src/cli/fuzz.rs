@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{defect_name, parse_duration, Chosen, LeaseDirArg, TargetArgs};
+use super::common::{
+    defect_name, parse_duration, Chosen, LeaseDirArg, RegistryPrefixArg, TargetArgs,
+};
 use super::INTERRUPTED;
 use crate::cri;
 use crate::fuzz::{self, print, Options, Where};
@@ -25,6 +27,8 @@ pub struct Args {
     target: TargetArgs,
     #[command(flatten)]
     lease: LeaseDirArg,
+    #[command(flatten)]
+    images: RegistryPrefixArg,
     /// Sequences run at once
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     parallel: u16,
@@ -133,6 +137,7 @@ async fn fuzz_run(args: Args, chosen: Chosen, run_id: String) -> anyhow::Result<
         run_id,
         target,
         known,
+        images: args.images.names(),
     };
     let report = fuzz::fuzz(options).await?;
     let secs = report.elapsed.as_secs_f64();

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
-use super::common::EndpointArgs;
-use crate::images::{self, BuiltImage, Busybox, TestImage, DEFAULT_BUSYBOX};
+use super::common::{EndpointArgs, RegistryPrefixArg};
+use crate::images::{self, BuiltImage, Busybox, ImageNames, TestImage, DEFAULT_BUSYBOX};
 use crate::suite::{self, Step};
 
 /// Arguments of `cri-harness images`.
@@ -63,7 +63,9 @@ enum ImagesCommand {
         revision: Option<String>,
     },
     /// Build the images in a temporary directory and push each one to
-    /// HOST:PORT/<reference path>:<tag> with skopeo (TLS not verified).
+    /// HOST:PORT/<reference path>:<tag> with skopeo (TLS not verified): the references
+    /// `run --registry-prefix HOST:PORT` pulls, an image the suites name under two registries
+    /// at both of its paths.
     Push {
         /// The registry to push to, as HOST:PORT (no scheme).
         #[arg(long, value_name = "HOST:PORT")]
@@ -80,6 +82,9 @@ enum ImagesCommand {
     Pull {
         #[command(flatten)]
         endpoints: EndpointArgs,
+        /// Pull them from the mirror a run with the same --registry-prefix pulls from
+        #[command(flatten)]
+        images: RegistryPrefixArg,
     },
 }
 
@@ -155,14 +160,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             source,
             skopeo,
         } => push(&registry, &source.busybox, &skopeo).await?,
-        ImagesCommand::Pull { endpoints } => {
+        ImagesCommand::Pull {
+            endpoints,
+            images: prefix,
+        } => {
             let client = endpoints.connect().await?;
+            let names = prefix.names();
             for image in images::catalogue().iter().filter(|image| image.kept) {
+                let reference = names.map(image.reference);
                 let id = client
-                    .pull_image(image.reference)
+                    .pull_image(&reference)
                     .await
-                    .with_context(|| format!("cannot pull {}", image.reference))?;
-                println!("{} {id}", image.reference);
+                    .with_context(|| format!("cannot pull {reference}"))?;
+                println!("{reference} {id}");
             }
         }
     }
@@ -195,20 +205,30 @@ async fn push(registry: &str, busybox: &Path, skopeo: &Path) -> anyhow::Result<(
         ),
         Err(err) => return Err(err).with_context(|| format!("cannot run `{}`", skopeo.display())),
     }
+    let names = ImageNames::with_prefix(registry)
+        .with_context(|| format!("--registry {registry} cannot start a reference"))?;
     let busybox = Busybox::load(busybox)?;
     let workdir = tempfile::tempdir().context("cannot create a temporary directory to build in")?;
     for built in images::build_all(&busybox, workdir.path())? {
-        for tag in built.image.tags() {
-            let digest = copy(skopeo, &built, tag, registry, workdir.path()).await?;
-            println!(
-                "{} -> {}@{}",
-                built.image.reference_with_tag(tag),
-                built.image.mirror_reference_with_tag(registry, tag),
-                digest
-            );
+        for (public, mirror) in mirror_references(&names, &built.image) {
+            let digest = copy(skopeo, &built, &public, &mirror, workdir.path()).await?;
+            println!("{public} -> {mirror}@{digest}");
         }
     }
     Ok(())
+}
+
+/// Each reference the suites may name `image` by, with the one a run with `names` pulls it by:
+/// where `images push` copies it, so a mirror holds every name `run --registry-prefix` pulls.
+fn mirror_references(names: &ImageNames, image: &TestImage) -> Vec<(String, String)> {
+    image
+        .all_references()
+        .into_iter()
+        .map(|public| {
+            let mirror = names.map(&public);
+            (public, mirror)
+        })
+        .collect()
 }
 
 /// The embedded suites that name each catalogue image, by symbol: an image is named by a step
@@ -282,21 +302,22 @@ fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
-/// Copies one tag of a layout to the registry with its digests preserved (skopeo would otherwise
-/// compress the uncompressed layer on the way and change the manifest digest).
+/// Copies the layout's tag of `public` to `mirror` with its digests preserved (skopeo would
+/// otherwise compress the uncompressed layer on the way and change the manifest digest).
 async fn copy(
     skopeo: &Path,
     built: &BuiltImage,
-    tag: &str,
-    registry: &str,
+    public: &str,
+    mirror: &str,
     workdir: &Path,
 ) -> anyhow::Result<String> {
+    let tag = images::Reference::parse(public)
+        .tag
+        .unwrap_or_else(|| built.image.tag().to_owned());
     let source = format!("oci:{}:{tag}", built.layout.display());
-    let destination = format!(
-        "docker://{}",
-        built.image.mirror_reference_with_tag(registry, tag)
-    );
-    let digest_file = workdir.join(format!("{}-{tag}.digest", built.image.name));
+    let destination = format!("docker://{mirror}");
+    let file_name = mirror.replace(['/', ':'], "_");
+    let digest_file = workdir.join(format!("{file_name}.digest"));
     let output = tokio::process::Command::new(skopeo)
         .args([
             "copy",
@@ -321,4 +342,49 @@ async fn copy(
     let digest = std::fs::read_to_string(&digest_file)
         .with_context(|| format!("skopeo wrote no digest file for {destination}"))?;
     Ok(digest.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_fills_every_path_a_registry_prefix_pulls() {
+        let names = ImageNames::with_prefix("127.0.0.1:5000").unwrap();
+        let pushed: BTreeSet<String> = images::catalogue()
+            .iter()
+            .flat_map(|image| mirror_references(&names, image))
+            .map(|(_, mirror)| mirror)
+            .collect();
+        for (public, sent) in names.catalogue_references() {
+            assert!(
+                pushed.contains(&sent),
+                "{public} is pulled as {sent}, never pushed"
+            );
+        }
+        for expected in [
+            "127.0.0.1:5000/cri-harness/two-registries:1",
+            "127.0.0.1:5000/registry.k8s.io/cri-harness/two-registries:1",
+            "127.0.0.1:5000/e2e-test-images/busybox:1.36.1-1",
+            "127.0.0.1:5000/k8s-staging-cri-tools/test-image-tags:3",
+            "127.0.0.1:5000/library/cri-harness-short-name:latest",
+        ] {
+            assert!(pushed.contains(expected), "{expected}");
+        }
+    }
+
+    #[test]
+    fn each_push_copies_the_layouts_tag_of_the_name_it_fills() {
+        let names = ImageNames::with_prefix("127.0.0.1:5000").unwrap();
+        let image = images::find("test-image-tags").unwrap();
+        let tags: Vec<Option<String>> = mirror_references(&names, image)
+            .iter()
+            .map(|(public, mirror)| {
+                let tag = images::Reference::parse(public).tag;
+                assert_eq!(images::Reference::parse(mirror).tag, tag);
+                tag
+            })
+            .collect();
+        assert_eq!(tags, [Some("1".into()), Some("2".into()), Some("3".into())]);
+    }
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::mock::MockRuntime;
+use crate::mock::{MockRuntime, RegistryAllowList};
 
 /// Arguments of `cri-harness mock`.
 #[derive(Debug, clap::Args)]
@@ -15,6 +15,11 @@ pub struct Args {
     /// Unix socket to serve on (created with mode 0600; a `unix://` prefix is accepted).
     #[arg(long, value_name = "PATH")]
     pub listen: PathBuf,
+    /// Pull only from this registry host (repeatable), as a runtime that reaches nothing but
+    /// its mirror: a pull of any other registry's name fails NotFound [default: every
+    /// registry]
+    #[arg(long = "allow-registry", value_name = "HOST[:PORT]")]
+    pub allow_registries: Vec<String>,
 }
 
 /// The socket path `--listen` names, without a `unix://` prefix.
@@ -29,6 +34,7 @@ fn socket_path(listen: PathBuf) -> PathBuf {
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let path = socket_path(args.listen);
     let server = MockRuntime::new()
+        .with_registries(RegistryAllowList::only(args.allow_registries))
         .serve_unix(&path)
         .await
         .context("cannot start the mock CRI runtime")?;

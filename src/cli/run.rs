@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use regex::Regex;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{parse_duration, Chosen, LeaseDirArg, TargetArgs};
+use super::common::{parse_duration, Chosen, LeaseDirArg, RegistryPrefixArg, TargetArgs};
 use super::{cleanup_command, INTERRUPTED};
 use crate::manager::KubeletProfile;
 use crate::report;
@@ -28,6 +28,8 @@ pub struct Args {
     target: TargetArgs,
     #[command(flatten)]
     lease: LeaseDirArg,
+    #[command(flatten)]
+    images: RegistryPrefixArg,
     /// Also load every *.yaml suite in DIR; a suite there replaces the embedded one of its name
     #[arg(long, value_name = "DIR")]
     suites: Option<PathBuf>,
@@ -118,6 +120,11 @@ pub struct Args {
     /// contract break (a `Defect` name, repeatable) and run the cases on it as on an endpoint
     #[arg(long = "mock-defect", value_name = "DEFECT", hide = true, value_parser = super::common::defect_name)]
     mock_defects: Vec<crate::mock::Defect>,
+    /// With --mock, the mock pulls only from this registry host (repeatable), as a runtime
+    /// that reaches nothing but its mirror: a pull of any other registry's name fails
+    /// NotFound [default: every registry]
+    #[arg(long = "mock-allow-registry", value_name = "HOST[:PORT]")]
+    mock_allow_registries: Vec<String>,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -205,11 +212,16 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
     // Taken before the first object is made and held to the end (see `clean`). The mock's
     // objects die with the process and need none.
     let chosen = args.target.choose()?;
+    if !args.mock_allow_registries.is_empty() && chosen != Chosen::Mock {
+        anyhow::bail!("--mock-allow-registry needs --mock");
+    }
+    let mock_registries = crate::mock::RegistryAllowList::only(args.mock_allow_registries);
     // A mutated mock is served once, on a socket of its own, and run as an endpoint.
     let (chosen, _mutant) = match chosen {
         Chosen::Mock if !args.mock_defects.is_empty() => {
             let dir = tempfile::tempdir().context("making a directory for the mutated mock")?;
             let server = crate::mock::MockRuntime::with_defects(args.mock_defects.iter().copied())
+                .with_registries(mock_registries.clone())
                 .serve_unix(&dir.path().join("mock.sock"))
                 .await
                 .context("serving the mutated mock")?;
@@ -272,9 +284,14 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
             repeat: args.repeat,
             rerun_failed: args.rerun_failed,
         },
+        images: args.images.names(),
+        mock_registries,
     };
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);
+    }
+    if let Some(prefix) = config.images.prefix() {
+        println!("images from: {prefix} (--registry-prefix)");
     }
     if config.kubelet != KubeletProfile::Seed {
         println!("kubelet rules: {}", config.kubelet);

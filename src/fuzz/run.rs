@@ -119,6 +119,8 @@ pub struct Env {
     /// no pod stats without one): `Some(systemd)` in the runtime's driver's form; `None` on
     /// the mock, which makes no cgroups.
     pub cgroups: Option<bool>,
+    /// How the images the sequence names become references (`--registry-prefix`).
+    pub images: images::ImageNames,
 }
 
 impl Env {
@@ -145,9 +147,9 @@ impl Env {
 
     fn image(&self, img: Img) -> String {
         match img {
-            Img::Busybox => images::resolve(BUSYBOX),
+            Img::Busybox => self.images.resolve(BUSYBOX),
             Img::Removable => self.removable.clone().unwrap_or_default(),
-            Img::Absent => ABSENT_IMAGE.to_owned(),
+            Img::Absent => self.images.map(ABSENT_IMAGE),
         }
     }
 
@@ -195,7 +197,7 @@ impl Env {
         };
         Container::new(
             &format!("c{n}"),
-            &images::resolve(BUSYBOX),
+            &self.images.resolve(BUSYBOX),
             namespace_options(host_network),
         )
         .command(command)
@@ -306,7 +308,7 @@ pub async fn run_sequence(env: &Env, ops: &[Op]) -> Result<Executed, FuzzError> 
 async fn sequence_body(env: &Env, ops: &[Op], executed: &mut Executed) -> Result<(), FuzzError> {
     let client = &env.client;
     if uses_busybox(ops) {
-        let image = images::resolve(BUSYBOX);
+        let image = env.images.resolve(BUSYBOX);
         executed.rpcs += 1;
         if client
             .image_status(&image)
@@ -950,6 +952,8 @@ pub struct Options {
     pub target: Where,
     /// Known findings, with the runtime's name and version to match.
     pub known: Option<(KnownFindings, String, String)>,
+    /// How the images sequences name become references (`--registry-prefix`).
+    pub images: images::ImageNames,
 }
 
 /// A failure, shrunk (or as found, for a flaky one: `shrink_runs` is then 0).
@@ -1096,7 +1100,8 @@ async fn run_one(
     case: String,
     ops: &[Op],
 ) -> Result<Executed, FuzzError> {
-    let removable = REMOVABLE_IMAGES.get(worker).map(|s| images::resolve(s));
+    let images = shared.options.images.clone();
+    let removable = REMOVABLE_IMAGES.get(worker).map(|s| images.resolve(s));
     let (client, cgroups, _mock) = match &shared.options.target {
         Where::Mock(defects) => {
             let mock = MockRuntime::with_defects(defects.iter().copied());
@@ -1114,6 +1119,7 @@ async fn run_one(
         case,
         removable,
         cgroups,
+        images,
     };
     let executed = run_sequence(&env, ops).await?;
     shared.sequences.fetch_add(1, Ordering::Relaxed);

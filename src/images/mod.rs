@@ -4,6 +4,7 @@
 
 mod harness;
 mod loader;
+mod mirror;
 mod nnp;
 mod oci;
 mod platform;
@@ -17,6 +18,7 @@ pub use harness::{
     HARNESS_REFERENCE, HARNESS_SNAPSHOTS, REVISION_LABEL, VERSION_LABEL,
 };
 pub use loader::{dependencies, runtime_files, Dependencies, RuntimeFile, SearchPath};
+pub use mirror::{find_served, served_path, ImageNames, PrefixError};
 pub use nnp::{nnp_elf, NNP_MODE, NNP_PATH};
 pub use oci::{build_all, build_layout, BuiltImage, Busybox, Descriptor};
 pub use platform::Platform;
@@ -50,6 +52,9 @@ pub struct TestImage {
     pub reference: &'static str,
     /// More tags of the same image in the same repository (one image id, several repo tags).
     pub more_tags: &'static [&'static str],
+    /// Other registry hosts the suites name the same repository under (one image pulled
+    /// from two registries); a mirror holds it at `HOST/PATH` for each (see [`ImageNames`]).
+    pub also_at: &'static [&'static str],
     /// What the suites use it for.
     pub purpose: &'static str,
     /// The config's `Entrypoint` (empty: none).
@@ -89,6 +94,7 @@ const fn case_image(
         name,
         reference,
         more_tags: &[],
+        also_at: &[],
         purpose,
         entrypoint: &[],
         cmd: &["sh"],
@@ -129,6 +135,7 @@ static CATALOGUE: [TestImage; 29] = [
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
         more_tags: &[],
+        also_at: &[],
         purpose: "sandbox (infra) image: its process sleeps until the runtime kills it",
         entrypoint: &["/bin/sleep", PAUSE_SECONDS],
         cmd: &[],
@@ -140,6 +147,7 @@ static CATALOGUE: [TestImage; 29] = [
         name: "busybox",
         reference: "registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
         more_tags: &[],
+        also_at: &[],
         purpose: "test containers: a static busybox with sh, sleep, httpd and friends",
         entrypoint: &[],
         cmd: &["sh"],
@@ -269,16 +277,22 @@ static CATALOGUE: [TestImage; 29] = [
         "localhost/cri-harness/one-id:1",
         "image id consistency: PullImage, ImageStatus, ListImages and ContainerStatus agree",
     ),
-    case_image(
-        "harness-two-registries",
-        "localhost/cri-harness/two-registries:1",
-        "image id consistency: one image pulled from two registries (`registry.k8s.io/cri-harness/...` too) is one id",
-    ),
-    case_image(
-        "harness-removed-from-one-registry",
-        "localhost/cri-harness/removed-from-one-registry:1",
-        "remove by the name of one registry: the other registry's name goes too",
-    ),
+    TestImage {
+        also_at: &["registry.k8s.io"],
+        ..case_image(
+            "harness-two-registries",
+            "localhost/cri-harness/two-registries:1",
+            "image id consistency: one image pulled from two registries (`registry.k8s.io/cri-harness/...` too) is one id",
+        )
+    },
+    TestImage {
+        also_at: &["registry.k8s.io"],
+        ..case_image(
+            "harness-removed-from-one-registry",
+            "localhost/cri-harness/removed-from-one-registry:1",
+            "remove by the name of one registry: the other registry's name goes too",
+        )
+    },
     case_image(
         "harness-pull-timeout",
         "localhost/cri-harness/pull-timeout:1",
@@ -388,14 +402,17 @@ impl TestImage {
             .collect()
     }
 
-    /// The reference this image gets in a mirror registry `host:port`: same path, same tag.
-    pub fn mirror_reference(&self, registry: &str) -> String {
-        self.mirror_reference_with_tag(registry, self.tag())
-    }
-
-    /// [`TestImage::mirror_reference`] with another tag of the image.
-    pub fn mirror_reference_with_tag(&self, registry: &str, tag: &str) -> String {
-        format!("{registry}/{}:{tag}", self.repository())
+    /// Every reference the suites may name the image by: each tag under its own registry,
+    /// then under each registry it is [`also_at`](TestImage::also_at).
+    pub fn all_references(&self) -> Vec<String> {
+        let mut references = self.references();
+        for host in self.also_at {
+            references.extend(
+                self.tags()
+                    .map(|tag| format!("{host}/{}:{tag}", self.repository())),
+            );
+        }
+        references
     }
 }
 
@@ -529,12 +546,17 @@ mod tests {
     }
 
     #[test]
-    fn mirror_reference_keeps_path_and_tag_under_the_mirror_host() {
-        let image = find("busybox").unwrap();
+    fn an_image_of_two_registries_is_named_under_both() {
+        let image = find("harness-two-registries").unwrap();
         assert_eq!(
-            image.mirror_reference("127.0.0.1:5000"),
-            "127.0.0.1:5000/e2e-test-images/busybox:1.36.1-1"
+            image.all_references(),
+            [
+                "localhost/cri-harness/two-registries:1",
+                "registry.k8s.io/cri-harness/two-registries:1"
+            ]
         );
+        let busybox = find("busybox").unwrap();
+        assert_eq!(busybox.all_references(), busybox.references());
     }
 
     #[rstest]

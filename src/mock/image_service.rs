@@ -58,7 +58,7 @@ struct Served {
 fn served(reference: &Reference) -> Served {
     // Every registry host mirrors the same repositories, as the harness's CI points every
     // registry name at one local registry: a catalogue image answers under any host.
-    let path = path_of(&reference.repository);
+    let path = images::served_path(path_of(&reference.repository));
     let exact = images::catalogue()
         .iter()
         .any(|image| image.repository_full() == reference.repository);
@@ -187,7 +187,7 @@ fn path_component(component: &str) -> bool {
 /// repositories and the harness's own namespace, where only the catalogue's tags and
 /// digests are.
 fn registry_has(reference: &Reference, served: &Served) -> bool {
-    let path = path_of(&reference.repository);
+    let path = images::served_path(path_of(&reference.repository));
     let guarded = path.starts_with(HARNESS_NAMESPACE)
         || images::catalogue()
             .iter()
@@ -281,6 +281,7 @@ fn pull_arrives(
         });
     }
     let reference = Reference::parse(given);
+    inner.registries.check(&reference)?;
     if !registry_has(&reference, &served(&reference)) {
         return Err(RpcError::ManifestNotFound {
             image: reference.to_full(),
@@ -361,7 +362,7 @@ pub(crate) fn catalogue_image(image: &v1::Image) -> Option<&'static TestImage> {
     image
         .repo_tags
         .iter()
-        .find_map(|tag| images::find(tag))
+        .find_map(|tag| images::find_served(tag))
         .or_else(|| {
             image.repo_digests.iter().find_map(|digest| {
                 let repository = digest.split_once('@').map_or("", |(r, _)| r);

@@ -19,6 +19,7 @@ mod metrics;
 mod mounts;
 mod oom;
 mod process;
+mod registries;
 mod runtime_config;
 mod runtime_service;
 mod server;
@@ -31,6 +32,7 @@ mod transitions;
 
 pub use defects::Defect;
 pub use error::MockError;
+pub use registries::RegistryAllowList;
 pub use server::MockServer;
 
 use crate::cri::v1;
@@ -63,6 +65,8 @@ pub(crate) struct Inner {
     pub(crate) events: events::Events,
     /// Containers a delayed StartContainer holds in its starting transition.
     pub(crate) transitions: transitions::Transitions,
+    /// The registries pulls may reach (every one, unless the mock was given a list).
+    pub(crate) registries: registries::RegistryAllowList,
 }
 
 impl Default for Inner {
@@ -77,6 +81,7 @@ impl Default for Inner {
             defects: defects::Defects::new(),
             events: events::Events::default(),
             transitions: transitions::Transitions::default(),
+            registries: registries::RegistryAllowList::every(),
         }
     }
 }

@@ -218,7 +218,7 @@ fn rootfs_of(image: &v1::Image) -> Rootfs {
     image
         .repo_tags
         .iter()
-        .find_map(|tag| images::find(tag))
+        .find_map(|tag| images::find_served(tag))
         .map_or(Rootfs::Busybox, |known| known.rootfs)
 }
 

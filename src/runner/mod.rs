@@ -119,6 +119,10 @@ pub struct RunConfig {
     pub known: Option<crate::contract::known::KnownFindings>,
     /// How many times each case runs (`--repeat`, `--rerun-failed`).
     pub attempts: Attempts,
+    /// How the images cases name become the references they send (`--registry-prefix`).
+    pub images: crate::images::ImageNames,
+    /// The registries the mock pulls from (`--mock-allow-registry`); every one by default.
+    pub mock_registries: crate::mock::RegistryAllowList,
 }
 
 /// How many times each case runs: `repeat` attempts, then, while every attempt so far failed,
@@ -575,6 +579,17 @@ async fn case_outcome(
             ),
         );
     }
+    if case.needs(Need::DockerHubNames) {
+        if let Some(prefix) = shared.config.images.prefix() {
+            return skip(
+                SkipWhy::Environment,
+                format!(
+                    "environment-dependent: it {}, and this run takes every image from {prefix} (--registry-prefix)",
+                    Need::DockerHubNames.environment().unwrap_or("names Docker Hub images")
+                ),
+            );
+        }
+    }
     if let Some(wanted) = case.kubelet.filter(|&k| k != shared.config.kubelet) {
         return skip(
             SkipWhy::KubeletProfile,
@@ -604,6 +619,7 @@ async fn case_outcome(
                 host_dir: case_dir(&shared.config, number),
                 pulled: Some(shared.pulled.clone()),
                 attempt,
+                images: shared.config.images.clone(),
                 kubelet: shared.config.kubelet,
                 feature_gates: shared
                     .config
@@ -672,7 +688,7 @@ async fn run_on_mock(
             ))
         }
     };
-    let mock = MockRuntime::new();
+    let mock = MockRuntime::new().with_registries(shared.config.mock_registries.clone());
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
         Ok(server) => server,
         Err(err) => return failed(format!("cannot start the mock runtime: {err}")),
@@ -694,6 +710,7 @@ async fn run_on_mock(
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
                 attempt,
+                images: shared.config.images.clone(),
                 kubelet: shared.config.kubelet,
                 feature_gates: shared
                     .config

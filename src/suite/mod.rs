@@ -181,6 +181,10 @@ pub enum Need {
     /// Image volumes (`Mount.image`); a CreateContainer answered Unimplemented means the
     /// runtime lacks them.
     ImageVolumes,
+    /// Docker Hub's names: an image named by its short name (`busybox` for
+    /// `docker.io/library/busybox:latest`), which only a docker.io name has. A run with
+    /// `--registry-prefix` takes every image from its mirror, so it skips the case.
+    DockerHubNames,
 }
 
 impl Need {
@@ -200,6 +204,7 @@ impl Need {
             Need::ContainerEvents => "container_events",
             Need::PodSandboxMetrics => "pod_sandbox_metrics",
             Need::ImageVolumes => "image_volumes",
+            Need::DockerHubNames => "docker_hub_names",
         }
     }
 
@@ -232,6 +237,9 @@ impl Need {
             Need::Online => Some("needs the public registries (internet access)"),
             Need::Apparmor => Some("needs AppArmor in the host's kernel"),
             Need::Selinux => Some("needs SELinux in the host's kernel"),
+            Need::DockerHubNames => {
+                Some("names an image by a Docker Hub short name, which no mirror's name is")
+            }
             _ => None,
         }
     }

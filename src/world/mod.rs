@@ -57,6 +57,8 @@ pub(crate) struct Env {
     pub feature_gates: crate::manager::FeatureGates,
     /// Which attempt at the case this is, from 1 (`run --repeat`, `--rerun-failed`).
     pub attempt: u32,
+    /// How the images the case names become the references it sends (`--registry-prefix`).
+    pub images: images::ImageNames,
 }
 
 /// A case's world.
@@ -77,6 +79,8 @@ pub struct World {
     manager: Option<KubeGenericRuntimeManager>,
     /// The network plugin the manager tears down through.
     pub(crate) plugin: Arc<RecordingNetworkPlugin>,
+    /// How the images the case names become the references it sends.
+    images: images::ImageNames,
     /// Images pulled so far.
     pulled: BTreeSet<String>,
     /// The run's record of images it pulled.
@@ -149,6 +153,10 @@ impl World {
         let mut redactor = Redactor::new(run_id, &ids.namespace, case_no);
         redactor.endpoint(env.client.endpoint());
         ids.teach(&mut redactor, fixed);
+        // A reference result is the same with and without a registry prefix.
+        for (sent, public) in env.images.repositories_shown() {
+            redactor.literal_as(&sent, &public);
+        }
         Self {
             ids,
             aliases: Aliases::new(run_id, case_no),
@@ -158,6 +166,7 @@ impl World {
             control: env.control,
             manager: None,
             plugin: Arc::new(RecordingNetworkPlugin::new()),
+            images: env.images,
             pulled: BTreeSet::new(),
             run_pulled: env.pulled,
             runtime_handler: env.runtime_handler,
@@ -235,9 +244,20 @@ impl World {
         self.recorder.redactor.text(text)
     }
 
+    /// The reference the case sends for an image it names (a catalogue symbol or a
+    /// reference): under a registry prefix, the mirror's.
+    pub fn image(&self, symbol_or_ref: &str) -> String {
+        self.images.resolve(symbol_or_ref)
+    }
+
+    /// How the case's image names become references, for helpers that resolve several.
+    pub fn image_names(&self) -> &images::ImageNames {
+        &self.images
+    }
+
     /// Pulls an image unless the runtime has it already.
     pub(crate) async fn pull(&mut self, symbol: &str) -> Result<(), StepError> {
-        let image = images::resolve(symbol);
+        let image = self.image(symbol);
         if self.pulled.contains(&image) {
             return Ok(());
         }

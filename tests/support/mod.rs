@@ -251,6 +251,8 @@ pub fn run_config(
         strict: false,
         attempts: Default::default(),
         known: None,
+        images: Default::default(),
+        mock_registries: Default::default(),
     }
 }
 

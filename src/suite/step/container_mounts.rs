@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::create_container::Propagation;
 use super::{CheckError, Kind, PathRule, Scope, StepDef};
 use crate::cri::v1;
-use crate::images;
 use crate::world::{expect_eq, mismatch, StepError, World};
 
 /// `container_mounts`.
@@ -117,7 +116,7 @@ impl StepDef for ContainerMounts {
                 expect_eq(field("propagation"), &expected, &shown(mount.propagation))?;
             }
             if let Some(symbol) = &wanted.image_ref {
-                let reference = images::resolve(symbol);
+                let reference = world.image(symbol);
                 let image = world
                     .runtime
                     .image_status(&reference)

@@ -14,7 +14,6 @@ use super::{
     check_call, is_default, CheckError, ErrorExpect, Kind, Scope, State, StepDef, TextExpect,
 };
 use crate::cri::v1;
-use crate::images;
 use crate::manager::ContainerState;
 use crate::world::{expect_eq, mismatch, show, StepError, World};
 
@@ -339,7 +338,7 @@ async fn check_image_id(
     image: &str,
     in_status: &str,
 ) -> Result<(), StepError> {
-    let Some(found) = world.runtime.image_status(&images::resolve(image)).await? else {
+    let Some(found) = world.runtime.image_status(&world.image(image)).await? else {
         return Err(mismatch(
             format!("image_id: {image}"),
             "an image the runtime holds",

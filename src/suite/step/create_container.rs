@@ -12,7 +12,6 @@ use super::{
     StepDef,
 };
 use crate::cri::{namespace_options, v1, Container};
-use crate::images;
 use crate::world::{ContainerRef, StepError, World, DEFAULT_COMMAND};
 
 /// `create_container`.
@@ -486,7 +485,7 @@ impl CreateContainer {
 /// the runtime gives it, with the reference as the user wrote it.
 async fn volume_image(world: &mut World, symbol: &str) -> Result<v1::ImageSpec, StepError> {
     world.pull(symbol).await?;
-    let reference = images::resolve(symbol);
+    let reference = world.image(symbol);
     let image = world
         .runtime
         .image_status(&reference)
@@ -672,7 +671,7 @@ impl StepDef for CreateContainer {
             .command
             .clone()
             .unwrap_or_else(|| DEFAULT_COMMAND.iter().map(|s| (*s).to_owned()).collect());
-        let image = images::resolve(&self.image);
+        let image = world.image(&self.image);
         let mut mounts = Vec::with_capacity(self.mounts.len());
         for mount in &self.mounts {
             let (host_path, image) = match &mount.image {

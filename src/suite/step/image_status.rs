@@ -9,8 +9,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, is_true, yes, CheckError, Kind, Scope, StepDef};
-use crate::cri::{v1, CriClient};
-use crate::images::{self, Reference};
+use crate::cri::v1;
+use crate::images::{self, ImageNames, Reference};
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
 
 /// Which reference to an image a step sends.
@@ -56,25 +56,26 @@ impl fmt::Display for RefKind {
 /// Hex digits of a short id.
 const SHORT_ID: usize = 12;
 
-/// The reference the suite's `image` names, normalised: a symbol or `symbol:tag` becomes its
-/// catalogue reference.
-pub fn named(image: &str) -> String {
-    images::normalise(&images::resolve(image))
+/// The reference the suite's `image` names as the case sends it, normalised: a symbol or
+/// `symbol:tag` becomes its catalogue reference, under a registry prefix the mirror's.
+pub fn named(names: &ImageNames, image: &str) -> String {
+    images::normalise(&names.resolve(image))
 }
 
-/// The repository (`host/path`) an image the suite names lives in.
-pub fn repository_of(image: &str) -> String {
-    Reference::parse(&images::resolve(image)).repository
+/// The repository (`host/path`) an image the suite names lives in, as the case pulls it.
+pub fn repository_of(names: &ImageNames, image: &str) -> String {
+    Reference::parse(&names.resolve(image)).repository
 }
 
 /// The image the runtime holds under `image`: by its tag, else (pulled by digest only) the one
 /// whose repo digests name its repository.
-pub async fn learn(runtime: &CriClient, image: &str) -> Result<Option<v1::Image>, StepError> {
-    let reference = images::resolve(image);
+pub async fn learn(world: &World, image: &str) -> Result<Option<v1::Image>, StepError> {
+    let runtime = &world.runtime;
+    let reference = world.image(image);
     if let Some(found) = runtime.image_status(&reference).await? {
         return Ok(Some(found));
     }
-    let prefix = format!("{}@", repository_of(image));
+    let prefix = format!("{}@", repository_of(world.image_names(), image));
     Ok(runtime
         .list_images(None)
         .await?
@@ -83,16 +84,18 @@ pub async fn learn(runtime: &CriClient, image: &str) -> Result<Option<v1::Image>
 }
 
 /// The reference of kind `kind` to the image the suite calls `image`.
-pub async fn reference(
-    runtime: &CriClient,
-    image: &str,
-    kind: RefKind,
-) -> Result<String, StepError> {
-    let resolved = images::resolve(image);
+pub async fn reference(world: &World, image: &str, kind: RefKind) -> Result<String, StepError> {
+    let resolved = world.image(image);
     let parsed = Reference::parse(&resolved);
     match kind {
         RefKind::Tag => return Ok(resolved),
         RefKind::Untagged => return Ok(parsed.repository),
+        RefKind::ShortName if world.image_names().prefix().is_some() => {
+            // Cases that need one declare `needs: [docker_hub_names]` and are skipped first.
+            return Err(StepError::Unsupported(format!(
+                "{image} by {kind}: a short name is a Docker Hub name, and under a registry prefix every image comes from the mirror"
+            )));
+        }
         RefKind::ShortName => {
             let short = parsed
                 .repository
@@ -102,7 +105,7 @@ pub async fn reference(
         }
         RefKind::Digest | RefKind::Id | RefKind::ShortId => {}
     }
-    let Some(found) = learn(runtime, image).await? else {
+    let Some(found) = learn(world, image).await? else {
         return Err(mismatch(
             format!("{image} by {kind}"),
             format!("an image the runtime holds, to learn its {kind}"),
@@ -279,7 +282,7 @@ impl StepDef for ImageStatus {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let mut first: Option<(RefKind, Option<v1::Image>)> = None;
         for kind in &self.refs {
-            let reference = reference(&world.runtime, &self.image, *kind).await?;
+            let reference = reference(world, &self.image, *kind).await?;
             let answer = world.runtime.image_status(&reference).await?;
             match &first {
                 None => first = Some((*kind, answer)),
@@ -298,9 +301,14 @@ impl StepDef for ImageStatus {
             }
         }
         let answer = first.and_then(|(_, answer)| answer);
-        check_status(&self.image, &self.expect, answer.as_ref())?;
+        check_status(
+            world.image_names(),
+            &self.image,
+            &self.expect,
+            answer.as_ref(),
+        )?;
         if let (Some(other), Some(answer)) = (&self.expect.same_as, &answer) {
-            let theirs = world.runtime.image_status(&images::resolve(other)).await?;
+            let theirs = world.runtime.image_status(&world.image(other)).await?;
             let their_id = theirs.map_or_else(|| "no image".to_owned(), |i| i.id);
             expect_eq(format!("same_as.{other} (id)"), &answer.id, &their_id)?;
         }
@@ -330,6 +338,7 @@ fn brief(image: &Option<v1::Image>) -> String {
 
 /// Checks an ImageStatus answer against an expectation.
 pub fn check_status(
+    names: &ImageNames,
     image: &str,
     expect: &ImageStatusExpect,
     answer: Option<&v1::Image>,
@@ -347,10 +356,10 @@ pub fn check_status(
         (true, Some(found)) => found,
     };
     if let Some(tags) = &expect.repo_tags {
-        check_repo_tags("repo_tags", tags, &answer.repo_tags)?;
+        check_repo_tags(names, "repo_tags", tags, &answer.repo_tags)?;
     }
     if let Some(repositories) = &expect.repo_digests {
-        check_repo_digests("repo_digests", repositories, &answer.repo_digests)?;
+        check_repo_digests(names, "repo_digests", repositories, &answer.repo_digests)?;
     }
     if let Some(uid) = &expect.uid {
         let actual = answer
@@ -368,19 +377,21 @@ pub fn check_status(
     Ok(())
 }
 
-/// Exactly the tags `expected` names (normalised), in any order.
+/// Exactly the tags `expected` names (normalised, as the case pulled them), in any order.
 pub fn check_repo_tags(
+    names: &ImageNames,
     field: &str,
     expected: &[String],
     actual: &[String],
 ) -> Result<(), StepError> {
-    let expected = sorted(expected.iter().map(|tag| named(tag)));
+    let expected = sorted(expected.iter().map(|tag| named(names, tag)));
     let actual = sorted(actual.iter().cloned());
     expect_eq(field, &show(&expected), &show(&actual))
 }
 
 /// One well-formed `repository@sha256:...` digest for each repository `expected` names.
 pub fn check_repo_digests(
+    names: &ImageNames,
     field: &str,
     expected: &[String],
     actual: &[String],
@@ -397,7 +408,7 @@ pub fn check_repo_digests(
             ));
         }
     }
-    let expected = sorted(expected.iter().map(|image| repository_of(image)));
+    let expected = sorted(expected.iter().map(|image| repository_of(names, image)));
     let actual = sorted(
         actual
             .iter()
@@ -466,21 +477,38 @@ mod tests {
             "docker.io/library/b:1".to_owned(),
             "docker.io/library/a:latest".to_owned(),
         ];
-        assert!(check_repo_tags("t", &["a".into(), "b:1".into()], &actual).is_ok());
-        let err = check_repo_tags("t", &["a".into()], &actual).unwrap_err();
+        assert!(check_repo_tags(
+            &ImageNames::public(),
+            "t",
+            &["a".into(), "b:1".into()],
+            &actual
+        )
+        .is_ok());
+        let err = check_repo_tags(&ImageNames::public(), "t", &["a".into()], &actual).unwrap_err();
         assert!(matches!(err, StepError::Mismatch { .. }), "{err}");
     }
 
     #[test]
     fn a_repo_digest_must_be_a_sha256_of_the_repository() {
         let good = format!("gcr.io/x/y@sha256:{}", "0".repeat(64));
+        assert!(check_repo_digests(
+            &ImageNames::public(),
+            "d",
+            &["gcr.io/x/y:1".into()],
+            std::slice::from_ref(&good)
+        )
+        .is_ok());
         assert!(
-            check_repo_digests("d", &["gcr.io/x/y:1".into()], std::slice::from_ref(&good)).is_ok()
+            check_repo_digests(&ImageNames::public(), "d", &["gcr.io/x/z".into()], &[good])
+                .is_err()
         );
-        assert!(check_repo_digests("d", &["gcr.io/x/z".into()], &[good]).is_err());
-        assert!(
-            check_repo_digests("d", &["gcr.io/x/y".into()], &["gcr.io/x/y@md5:1".into()]).is_err()
-        );
+        assert!(check_repo_digests(
+            &ImageNames::public(),
+            "d",
+            &["gcr.io/x/y".into()],
+            &["gcr.io/x/y@md5:1".into()]
+        )
+        .is_err());
     }
 
     #[test]
@@ -490,9 +518,9 @@ mod tests {
             present: false,
             ..Default::default()
         };
-        assert!(check_status("x", &present, None).is_err());
-        assert!(check_status("x", &absent, None).is_ok());
-        assert!(check_status("x", &absent, Some(&image(&[], &[]))).is_err());
+        assert!(check_status(&ImageNames::public(), "x", &present, None).is_err());
+        assert!(check_status(&ImageNames::public(), "x", &absent, None).is_ok());
+        assert!(check_status(&ImageNames::public(), "x", &absent, Some(&image(&[], &[]))).is_err());
     }
 
     #[test]
@@ -502,9 +530,27 @@ mod tests {
             uid: Some(uid),
             ..Default::default()
         };
-        assert!(check_status("x", &expect(UidExpect::Word("none".into())), Some(&found)).is_ok());
+        assert!(check_status(
+            &ImageNames::public(),
+            "x",
+            &expect(UidExpect::Word("none".into())),
+            Some(&found)
+        )
+        .is_ok());
         found.uid = Some(v1::Int64Value { value: 1002 });
-        assert!(check_status("x", &expect(UidExpect::Id(1002)), Some(&found)).is_ok());
-        assert!(check_status("x", &expect(UidExpect::Word("none".into())), Some(&found)).is_err());
+        assert!(check_status(
+            &ImageNames::public(),
+            "x",
+            &expect(UidExpect::Id(1002)),
+            Some(&found)
+        )
+        .is_ok());
+        assert!(check_status(
+            &ImageNames::public(),
+            "x",
+            &expect(UidExpect::Word("none".into())),
+            Some(&found)
+        )
+        .is_err());
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::image_status::{check_image, check_repo_tags, named};
 use super::{is_default, CheckError, Kind, Scope, StepDef};
 use crate::cri::v1;
-use crate::images;
+use crate::images::ImageNames;
 use crate::world::{expect_eq, show, sorted, StepError, World};
 
 /// `list_images`.
@@ -51,10 +51,14 @@ pub struct ListImagesExpect {
 }
 
 /// The listed image `image` names: one with its tag, its digest or its id.
-fn answering<'a>(listed: &'a [v1::Image], image: &str) -> Option<&'a v1::Image> {
-    let full = named(image);
+fn answering<'a>(
+    names: &ImageNames,
+    listed: &'a [v1::Image],
+    image: &str,
+) -> Option<&'a v1::Image> {
+    let full = named(names, image);
     listed.iter().find(|i| {
-        i.id == images::resolve(image)
+        i.id == names.resolve(image)
             || i.repo_tags.contains(&full)
             || i.repo_digests.contains(&full)
     })
@@ -96,12 +100,13 @@ impl StepDef for ListImages {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let filter = self.filter.as_deref().map(images::resolve);
+        let names = world.image_names().clone();
+        let filter = self.filter.as_deref().map(|f| names.resolve(f));
         let listed = world.runtime.list_images(filter.as_deref()).await?;
         let found: Vec<(&String, &v1::Image)> = self
             .images
             .iter()
-            .filter_map(|image| answering(&listed, image).map(|i| (image, i)))
+            .filter_map(|image| answering(&names, &listed, image).map(|i| (image, i)))
             .collect();
         if let Some(present) = &self.expect.present {
             let actual = sorted(found.iter().map(|(image, _)| (*image).clone()));
@@ -117,14 +122,14 @@ impl StepDef for ListImages {
         }
         if self.expect.status_ids {
             for (image, listed) in &found {
-                let status = world.runtime.image_status(&images::resolve(image)).await?;
+                let status = world.runtime.image_status(&names.resolve(image)).await?;
                 let status_id = status.map_or_else(|| "no image".to_owned(), |i| i.id);
                 expect_eq(format!("status_ids.{image}"), &status_id, &listed.id)?;
             }
         }
         for (image, tags) in &self.expect.repo_tags {
-            let actual = answering(&listed, image).map_or(&[][..], |i| &i.repo_tags[..]);
-            check_repo_tags(&format!("repo_tags.{image}"), tags, actual)?;
+            let actual = answering(&names, &listed, image).map_or(&[][..], |i| &i.repo_tags[..]);
+            check_repo_tags(&names, &format!("repo_tags.{image}"), tags, actual)?;
         }
         Ok(())
     }
@@ -166,8 +171,11 @@ mod tests {
             ..Default::default()
         }];
         for image in ["a", "docker.io/library/a:latest", "b@sha256:2", "sha256:1"] {
-            assert!(answering(&listed, image).is_some(), "{image}");
+            assert!(
+                answering(&ImageNames::public(), &listed, image).is_some(),
+                "{image}"
+            );
         }
-        assert!(answering(&listed, "b").is_none());
+        assert!(answering(&ImageNames::public(), &listed, "b").is_none());
     }
 }

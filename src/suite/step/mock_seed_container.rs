@@ -10,7 +10,6 @@ use super::{
 };
 use crate::cri::control::SeedContainerRequest;
 use crate::cri::v1;
-use crate::images;
 use crate::manager::ContainerState;
 use crate::world::{control_failed, seed_time, ContainerRef, StepError, World};
 
@@ -106,7 +105,7 @@ impl StepDef for MockSeedContainer {
             None => sandbox_pod.as_deref(),
         };
         let container_labels = world.ids.container_labels(pod, &name, &self.labels);
-        let image = images::resolve(&self.image);
+        let image = world.image(&self.image);
         let status = v1::ContainerStatus {
             id: world.aliases.made_up_id(&self.alias),
             metadata: self.metadata.then(|| v1::ContainerMetadata {

@@ -154,8 +154,8 @@ async fn answers_the_image(
 impl PullCheck {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let pulled = match self.by {
-            PullBy::Tag => reference(&world.runtime, &self.image, RefKind::Tag).await?,
-            PullBy::Untagged => reference(&world.runtime, &self.image, RefKind::Untagged).await?,
+            PullBy::Tag => reference(world, &self.image, RefKind::Tag).await?,
+            PullBy::Untagged => reference(world, &self.image, RefKind::Untagged).await?,
             PullBy::Digest => self.digest_reference(world).await?,
         };
         let client = match self.timeout_ms {
@@ -191,10 +191,15 @@ impl PullCheck {
         let answers = answers_the_image(world, &id, &status).await?;
         world.check_on_the_way(ANSWERS_IMAGE, answers)?;
         if let Some(tags) = &self.expect.repo_tags {
-            check_repo_tags("repo_tags", tags, &status.repo_tags)?;
+            check_repo_tags(world.image_names(), "repo_tags", tags, &status.repo_tags)?;
         }
         if let Some(repositories) = &self.expect.repo_digests {
-            check_repo_digests("repo_digests", repositories, &status.repo_digests)?;
+            check_repo_digests(
+                world.image_names(),
+                "repo_digests",
+                repositories,
+                &status.repo_digests,
+            )?;
         }
         if self.by == PullBy::Digest && !status.repo_digests.contains(&pulled) {
             return Err(mismatch(
@@ -209,16 +214,16 @@ impl PullCheck {
     /// The image's `repository@digest`, learned from a pull by tag whose image is then
     /// removed, so the pull by digest starts from nothing.
     async fn digest_reference(&self, world: &mut World) -> Result<String, StepError> {
-        let tagged = reference(&world.runtime, &self.image, RefKind::Tag).await?;
+        let tagged = reference(world, &self.image, RefKind::Tag).await?;
         if Reference::parse(&tagged).digest.is_some() {
             // Named by digest already (a pinned public image): pull it as it is.
             return Ok(tagged);
         }
-        if learn(&world.runtime, &self.image).await?.is_none() {
+        if learn(world, &self.image).await?.is_none() {
             world.runtime.pull_image(&tagged).await?;
         }
-        let digest = reference(&world.runtime, &self.image, RefKind::Digest).await?;
-        let id = reference(&world.runtime, &self.image, RefKind::Id).await?;
+        let digest = reference(world, &self.image, RefKind::Digest).await?;
+        let id = reference(world, &self.image, RefKind::Id).await?;
         world.runtime.remove_image(&id).await?;
         Ok(digest)
     }

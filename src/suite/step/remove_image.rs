@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use super::image_status::{check_image, reference, RefKind};
 use super::{check_call, is_default, CheckError, ErrorExpect, Kind, Scope, StepDef};
-use crate::images;
 use crate::world::{mismatch, StepError, World};
 
 /// `remove_image`.
@@ -108,7 +107,7 @@ impl StepDef for RemoveImage {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
-        let removed = reference(&world.runtime, &self.image, self.by).await?;
+        let removed = reference(world, &self.image, self.by).await?;
         if let Some(count) = self.concurrent {
             self.remove_at_once(world, &removed, count).await?;
             return self.check_after(world, &removed).await;
@@ -201,7 +200,7 @@ impl RemoveImage {
         for image in &self.expect.absent {
             if world
                 .runtime
-                .image_status(&images::resolve(image))
+                .image_status(&world.image(image))
                 .await?
                 .is_some()
             {
@@ -211,7 +210,7 @@ impl RemoveImage {
         for image in &self.expect.present {
             if world
                 .runtime
-                .image_status(&images::resolve(image))
+                .image_status(&world.image(image))
                 .await?
                 .is_none()
             {

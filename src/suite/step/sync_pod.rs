@@ -399,13 +399,13 @@ impl SyncPod {
         manifest.metadata.namespace = Some(identity.namespace);
         if let Some(spec) = manifest.spec.as_mut() {
             for container in spec.init_containers.iter_mut().flatten() {
-                resolve_image(&mut container.image);
+                resolve_image(world.image_names(), &mut container.image);
             }
             for container in &mut spec.containers {
-                resolve_image(&mut container.image);
+                resolve_image(world.image_names(), &mut container.image);
             }
             for container in spec.ephemeral_containers.iter_mut().flatten() {
-                resolve_image(&mut container.image);
+                resolve_image(world.image_names(), &mut container.image);
             }
         }
         Ok(manifest)
@@ -662,10 +662,11 @@ impl SyncPod {
     }
 }
 
-/// A catalogue symbol (`busybox`) to its reference; a reference stays as it is.
-fn resolve_image(image: &mut Option<String>) {
+/// A catalogue symbol (`busybox`) to its reference, under a registry prefix the mirror's; a
+/// reference stays as it is, but for the prefix.
+fn resolve_image(names: &crate::images::ImageNames, image: &mut Option<String>) {
     if let Some(symbol) = image.as_deref() {
-        *image = Some(crate::images::resolve(symbol));
+        *image = Some(names.resolve(symbol));
     }
 }
 
