@@ -1,6 +1,9 @@
 //! Every embedded suite against the built-in mock, each case on its own runtime behind a real
 //! unix socket: every case must pass and every manager case's result must equal the reference
-//! compiled into the binary from `snapshots/`, as `cri-harness run --mock` checks it.
+//! compiled into the binary from `snapshots/`, as `cri-harness run --mock` checks it. Each mock
+//! is told the run's kubelet and refuses a request that kubelet would never send
+//! (`tests/kubelet_wire.rs`), so this also proves every embedded case's requests, under each
+//! `--kubelet`, on the wire.
 
 mod support;
 

@@ -1,12 +1,12 @@
 //! One way to make a pod sandbox config for the harness's own pods (suite steps, benchmarks,
 //! fuzzing, property runs, tests): the pod's metadata, its labels, and, when asked, the
 //! kubelet's namespaces with the hostname the kubelet would give and the seccomp profile it
-//! always sends. The manager builds its own from a full pod spec instead
+//! always sends a sandbox. The manager builds its own from a full pod spec instead
 //! (`manager::lifecycle::sandbox_config`).
 
 use std::collections::BTreeMap;
 
-use super::{namespace_options, unconfined, v1};
+use super::{namespace_options, v1};
 
 /// A pod sandbox config under construction: [`PodSandbox::new`], then the parts a caller
 /// needs, then [`PodSandbox::build`].
@@ -42,12 +42,16 @@ impl PodSandbox {
 
     /// The kubelet's namespaces for a pod on the pod network, or the node's when
     /// `host_network`, and the hostname it gives: the pod's name, none on the node's network.
-    /// The kubelet always sends a seccomp profile too: without `seccompDefault`, `Unconfined`
-    /// for a pod that names none (a later [`PodSandbox::security`] may name another).
+    /// The kubelet always sends a seccomp profile too, and for the sandbox it is
+    /// `RuntimeDefault` whatever the pod asks (`generatePodSandboxLinuxConfig`); a later
+    /// [`PodSandbox::security`] may still name another, as a case about the field does.
     pub fn network(mut self, host_network: bool) -> Self {
         let security = self.security_context();
         security.namespace_options = Some(namespace_options(host_network));
-        security.seccomp.get_or_insert_with(unconfined);
+        security.seccomp.get_or_insert_with(|| v1::SecurityProfile {
+            profile_type: v1::security_profile::ProfileType::RuntimeDefault as i32,
+            localhost_ref: String::new(),
+        });
         self.config.hostname = if host_network {
             String::new()
         } else {

@@ -75,6 +75,14 @@ pub(crate) enum RpcError {
         /// The field, as in the proto.
         field: &'static str,
     },
+    /// A request the kubelet the mock was told of would never send (see `kubelet_wire`).
+    #[error("{method}: the request is unlike the kubelet's: {what}")]
+    UnlikeKubelet {
+        /// Short method name.
+        method: &'static str,
+        /// What it lacks or holds.
+        what: String,
+    },
     /// No sandbox has this id (or id prefix). Worded as containerd 1.6 words it.
     #[error("an error occurred when try to find sandbox \"{id}\": not found")]
     SandboxNotFound {
@@ -375,6 +383,7 @@ impl From<RpcError> for tonic::Status {
         use tonic::Code;
         let code = match &err {
             RpcError::MissingField { .. }
+            | RpcError::UnlikeKubelet { .. }
             | RpcError::UnknownMethod { .. }
             | RpcError::InvalidCode { .. }
             | RpcError::UntargetedMethod { .. }

@@ -15,6 +15,7 @@ mod events;
 mod faults;
 mod image_service;
 mod index;
+mod kubelet_wire;
 mod metrics;
 mod mounts;
 mod oom;
@@ -32,6 +33,7 @@ mod transitions;
 
 pub use defects::Defect;
 pub use error::MockError;
+pub use kubelet_wire::KubeletWire;
 pub use registries::RegistryAllowList;
 pub use server::MockServer;
 
@@ -67,6 +69,9 @@ pub(crate) struct Inner {
     pub(crate) transitions: transitions::Transitions,
     /// The registries pulls may reach (every one, unless the mock was given a list).
     pub(crate) registries: registries::RegistryAllowList,
+    /// The kubelet whose requests the mock expects, refusing what it would never send (none:
+    /// it takes any request the contract allows).
+    pub(crate) kubelet_wire: Option<kubelet_wire::KubeletWire>,
 }
 
 impl Default for Inner {
@@ -82,6 +87,7 @@ impl Default for Inner {
             events: events::Events::default(),
             transitions: transitions::Transitions::default(),
             registries: registries::RegistryAllowList::every(),
+            kubelet_wire: None,
         }
     }
 }

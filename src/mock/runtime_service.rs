@@ -13,6 +13,7 @@ use super::events::{self, Kind};
 use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
+use super::kubelet_wire;
 use super::process::{self, Identity};
 use super::state::{container_name, is_host_network, sandbox_name, selector, Process};
 use super::{
@@ -141,6 +142,9 @@ fn run_pod_sandbox(
         method: METHOD,
         field: "config",
     })?;
+    if let Some(kubelet) = inner.kubelet_wire {
+        kubelet_wire::sandbox_lacks(kubelet, &config)?;
+    }
     let metadata = config.metadata.ok_or(RpcError::MissingField {
         method: METHOD,
         field: "config.metadata",
@@ -387,6 +391,9 @@ fn create_container(
     request: v1::CreateContainerRequest,
 ) -> Result<v1::CreateContainerResponse, RpcError> {
     const METHOD: &str = "CreateContainer";
+    if let Some(kubelet) = inner.kubelet_wire {
+        kubelet_wire::container_lacks(kubelet, &request)?;
+    }
     let config = request.config.ok_or(RpcError::MissingField {
         method: METHOD,
         field: "config",

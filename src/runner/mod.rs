@@ -29,7 +29,7 @@ use self::snapshot::{Policy, SnapshotStatus};
 use crate::cri::control::mock_control_client::MockControlClient;
 use crate::cri::{self, ConnectOptions, CriClient, Endpoint};
 use crate::manager::KubeletProfile;
-use crate::mock::MockRuntime;
+use crate::mock::{KubeletWire, MockRuntime};
 use crate::suite::{step::Kind, Case, Need, Suite};
 use crate::timing;
 use crate::world::PulledImages;
@@ -688,7 +688,15 @@ async fn run_on_mock(
             ))
         }
     };
-    let mock = MockRuntime::new().with_registries(shared.config.mock_registries.clone());
+    // Each case proves on the wire that its requests are the chosen kubelet's.
+    let kubelet = if shared.config.kubelet.is_current() {
+        KubeletWire::Current
+    } else {
+        KubeletWire::Seed
+    };
+    let mock = MockRuntime::new()
+        .with_registries(shared.config.mock_registries.clone())
+        .expecting_kubelet(kubelet);
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
         Ok(server) => server,
         Err(err) => return failed(format!("cannot start the mock runtime: {err}")),
