@@ -151,6 +151,35 @@ async fn answers_the_image(
     })
 }
 
+/// Tries at a pull expected to succeed, as the kubelet retries a failed pull (with back-off)
+/// before it gives up on an image.
+const PULL_TRIES: u32 = 3;
+
+/// A pull expected to succeed, retried after a failure: no clause forbids a runtime's
+/// transient pull failure (CRI-O hands a pull that joins one in flight that one's error, a
+/// cancellation included), and the kubelet retries one. Each failure before the last is
+/// noted at `observed`.
+async fn pull_as_the_kubelet_does(
+    world: &mut World,
+    client: &crate::cri::CriClient,
+    image: &str,
+) -> Result<String, StepError> {
+    let mut tries = 1;
+    loop {
+        match client.pull_image(image).await {
+            Ok(id) => return Ok(id),
+            Err(err) if tries < PULL_TRIES && !crate::world::is_transport(err.code) => {
+                world.note_observed(format!(
+                    "pull {tries} of {image} failed, tried again: {err}"
+                ));
+                tries += 1;
+                crate::timing::pause(Duration::from_millis(500)).await;
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
 impl PullCheck {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let pulled = match self.by {
@@ -180,7 +209,7 @@ impl PullCheck {
             // still finishing on the runtime) before it does.
             world.note_pulled(&pulled);
         }
-        let id = client.pull_image(&pulled).await?;
+        let id = pull_as_the_kubelet_does(world, &client, &pulled).await?;
         let Some(status) = world.runtime.image_status(&pulled).await? else {
             return Err(mismatch(
                 format!("{} after the pull", self.image),
