@@ -153,8 +153,8 @@ async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_ch
     );
 }
 
-/// The nightly matrix CI writes: one night of the mock and both containerd lanes with both
-/// runtimes' bench figures, as `report history` draws it. The expected counts come from the
+/// The nightly matrix CI writes: one night of its seven lanes (both mock profiles, containerd
+/// 1.6, 1.7 and 2.1, CRI-O in both signature-policy modes) with two runtimes' bench figures, as `report history` draws it. The expected counts come from the
 /// night's own reports: every case of every lane has its cell, each runtime that was
 /// benchmarked has its charts with one point per operation, a clickable cell opens its
 /// message, and nothing is fetched. CI's matrix stage runs it, with `--ignored`, on the
@@ -216,8 +216,8 @@ async fn the_ci_matrix_page() {
     let operations = charted.len();
     assert_eq!(
         (lanes, benches),
-        (3, 2),
-        "the mock and both containerd lanes, and both containerd benches"
+        (7, 2),
+        "both mock profiles, the three containerd lanes and CRI-O's two, and both containerd benches"
     );
     let expected: serde_json::Map<String, serde_json::Value> =
         ["p", "f", "w", "e", "k", "s", "y", "i"]
