@@ -72,6 +72,10 @@ pub struct ContainerSeen {
     pub image: Option<String>,
     /// Its state and exit.
     pub exit: Exit,
+    /// Started by the sync round it is seen after, and read while its process runs on: then
+    /// running or already exited is a race, which the line leaves open (`started`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub just_started: bool,
 }
 
 /// The pod's runtime state: its sandboxes and its containers.
@@ -172,14 +176,21 @@ impl fmt::Display for Exit {
 
 impl fmt::Display for ContainerSeen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "container {}: {}", self.name, self.exit.state.name())?;
-        if let Some(attempt) = self.attempt {
-            write!(f, " restarts={attempt}")?;
-        }
-        write!(f, " exit_code={}", self.exit.exit_code)?;
-        match self.exit.reason.as_deref() {
-            Some(reason) if !reason.is_empty() => write!(f, " reason={reason}")?,
-            _ => {}
+        if self.just_started {
+            write!(f, "container {}: started", self.name)?;
+            if let Some(attempt) = self.attempt {
+                write!(f, " restarts={attempt}")?;
+            }
+        } else {
+            write!(f, "container {}: {}", self.name, self.exit.state.name())?;
+            if let Some(attempt) = self.attempt {
+                write!(f, " restarts={attempt}")?;
+            }
+            write!(f, " exit_code={}", self.exit.exit_code)?;
+            match self.exit.reason.as_deref() {
+                Some(reason) if !reason.is_empty() => write!(f, " reason={reason}")?,
+                _ => {}
+            }
         }
         if let Some(id) = &self.id {
             write!(f, " id={id}")?;
@@ -257,6 +268,7 @@ mod tests {
                     exit_code: 1,
                     reason: None,
                 },
+                just_started: false,
             }],
         }
     }
@@ -297,6 +309,7 @@ mod tests {
                 exit_code: 137,
                 reason: Some("Error".to_owned()),
             },
+            just_started: false,
         };
         assert_eq!(
             container.to_string(),

@@ -466,6 +466,7 @@ fn container_seen(redactor: &Redactor, status: &ContainerStatus) -> ContainerSee
             exit_code: status.exit_code,
             reason: Some(status.reason.clone()),
         },
+        just_started: false,
     }
 }
 
@@ -778,6 +779,7 @@ mod tests {
             attempt: None,
             image: Some(image.to_owned()),
             exit,
+            just_started: false,
         }
     }
 

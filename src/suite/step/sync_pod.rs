@@ -23,7 +23,7 @@ use crate::manager::lifecycle::{
     build_container_log_path, build_pod_logs_directory, k8s, pod, Backoff, Clock, ManualClock,
     PodSync, ProbeResult, ProbeResults, SyncOptions, WallClock,
 };
-use crate::manager::ContainerState;
+use crate::manager::{ContainerState, SyncAction};
 use crate::observe::pod::resource_name;
 use crate::observe::{ActionSeen, Answer, ContainerSeen, Exit, PodSeen, ResultSeen, SandboxSeen};
 use crate::suite::embedded::embedded_file;
@@ -457,12 +457,13 @@ impl SyncPod {
                     .is_some_and(|s| s.exit.state == ContainerState::Running)
             });
             rounds.push(Round::seen(&actions, &results));
+            let state = as_referenced(&now, &results);
             world.recorder.observe(
                 self.call(number),
                 Ok(Answer::Synced {
                     actions,
                     results,
-                    state: now.clone(),
+                    state,
                 }),
                 None,
             );
@@ -652,6 +653,7 @@ impl SyncPod {
                         exit_code,
                         reason: None,
                     },
+                    just_started: false,
                 });
             }
         }
@@ -854,6 +856,22 @@ fn compare<T: Serialize + PartialEq>(field: &str, want: &T, got: &T) -> Result<(
     }
     let show = |value: &T| serde_json::to_string(value).unwrap_or_else(|err| err.to_string());
     Err(mismatch(field, show(want), show(got)))
+}
+
+/// The pod's state after a round as its reference keeps it: a container the round started
+/// (its start answered OK) is read while its process runs on, so whether it is still running
+/// or already exited is a race the reference leaves open; the case's own `containers:`
+/// expectations judge the state it waited for.
+fn as_referenced(now: &PodSeen, results: &[ResultSeen]) -> PodSeen {
+    let mut state = now.clone();
+    for container in &mut state.containers {
+        container.just_started = results.iter().any(|r| {
+            r.action == SyncAction::StartContainer
+                && r.target == container.name
+                && r.error.is_none()
+        });
+    }
+    state
 }
 
 #[cfg(test)]
