@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::images::{self, Reference, TestImage};
 
@@ -275,13 +275,19 @@ fn pull_arrives(
         return Ok(None);
     }
     if let Some(why) = malformed(given) {
-        return Err(RpcError::ImageReferenceInvalid {
-            image: given.to_owned(),
-            why,
-        });
+        let image = given.to_owned();
+        if MockRuntime::takes(inner, Freedom::PullMalformedInvalidArgument) {
+            return Err(RpcError::InvalidImageName { image, why });
+        }
+        return Err(RpcError::ImageReferenceInvalid { image, why });
     }
     let reference = Reference::parse(given);
     if !registry_has(&reference, &served(&reference)) {
+        if MockRuntime::takes(inner, Freedom::PullMissingUnknown) {
+            return Err(RpcError::ManifestUnknown {
+                image: given.to_owned(),
+            });
+        }
         return Err(RpcError::ManifestNotFound {
             image: reference.to_full(),
         });
@@ -425,6 +431,9 @@ fn list_images(
             .cloned()
             .collect::<Vec<_>>(),
     );
+    if MockRuntime::takes(inner, Freedom::ListsNewestFirst) {
+        images.reverse();
+    }
     Ok(v1::ListImagesResponse { images })
 }
 
