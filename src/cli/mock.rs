@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::mock::MockRuntime;
+use crate::mock::{MockProfile, MockRuntime, ProfileName};
 
 /// Arguments of `cri-harness mock`.
 #[derive(Debug, clap::Args)]
@@ -15,6 +15,11 @@ pub struct Args {
     /// Unix socket to serve on (created with mode 0600; a `unix://` prefix is accepted).
     #[arg(long, value_name = "PATH")]
     pub listen: PathBuf,
+    /// How the mock answers where the CRI contract leaves room: `containerd` as containerd
+    /// does, `other-runtime` otherwise wherever the contract allows, refusing requests without
+    /// what the kubelet always sends
+    #[arg(long, value_name = "PROFILE", value_enum, default_value_t = ProfileName::Containerd)]
+    pub mock_profile: ProfileName,
 }
 
 /// The socket path `--listen` names, without a `unix://` prefix.
@@ -28,10 +33,13 @@ fn socket_path(listen: PathBuf) -> PathBuf {
 /// Runs `cri-harness mock` until `stop` (SIGINT or SIGTERM) is cancelled.
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let path = socket_path(args.listen);
-    let server = MockRuntime::new()
+    let server = MockRuntime::with_profile(MockProfile::named(args.mock_profile))
         .serve_unix(&path)
         .await
         .context("cannot start the mock CRI runtime")?;
+    if args.mock_profile != ProfileName::default() {
+        println!("mock profile: {}", args.mock_profile);
+    }
     println!("mock CRI runtime listening on unix://{}", path.display());
     stop.cancelled().await;
     server.shutdown().await;

@@ -119,6 +119,9 @@ pub struct RunConfig {
     pub known: Option<crate::contract::known::KnownFindings>,
     /// How many times each case runs (`--repeat`, `--rerun-failed`).
     pub attempts: Attempts,
+    /// How the built-in mock answers (`--mock-profile`); its `name` is the profile a report
+    /// records. Only [`Target::Mock`] and a mock served for `--mock-defect` use it.
+    pub mock_profile: crate::mock::MockProfile,
 }
 
 /// How many times each case runs: `repeat` attempts, then, while every attempt so far failed,
@@ -669,7 +672,7 @@ async fn run_on_mock(
             ))
         }
     };
-    let mock = MockRuntime::new();
+    let mock = MockRuntime::with_profile(shared.config.mock_profile.clone());
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
         Ok(server) => server,
         Err(err) => return failed(format!("cannot start the mock runtime: {err}")),
