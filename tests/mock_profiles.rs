@@ -279,3 +279,170 @@ async fn containerds_profile_takes_the_same_bare_requests() {
     assert!(created.is_ok(), "{created:?}");
     server.shutdown().await;
 }
+
+/// A client to a fresh mock answering as `profile` says, on a unix socket, with busybox pulled
+/// and pod `web` running (run with the harness's bare builder: no requirement is held).
+async fn on(
+    profile: MockProfile,
+) -> (
+    tempfile::TempDir,
+    cri_harness::mock::MockServer,
+    CriClient,
+    String,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockRuntime::with_profile(profile)
+        .serve_unix(&dir.path().join("mock.sock"))
+        .await
+        .unwrap();
+    let channel = support::unix_channel(server.path()).await;
+    let client = CriClient::new(channel.clone(), channel, "profiled", support::CALL_TIMEOUT);
+    client.pull_image("busybox").await.unwrap();
+    let sandbox = support::run_sandbox(&client, "web").await;
+    (dir, server, client, sandbox)
+}
+
+/// A container running `command` in pod `web`.
+async fn running(client: &CriClient, sandbox: &str, name: &str, command: &[&str]) -> String {
+    let mut config = support::container_config(name, "busybox");
+    config.command = command.iter().map(|s| (*s).to_owned()).collect();
+    let id = client
+        .create_container(
+            sandbox,
+            config,
+            support::sandbox_config("web", "default", "uid-web", 0),
+        )
+        .await
+        .unwrap();
+    client.start_container(&id).await.unwrap();
+    id
+}
+
+/// What the answers a freedom touches read, on one mock: each freedom must change it.
+async fn answers(profile: MockProfile) -> Vec<String> {
+    let (_dir, server, client, sandbox) = on(profile).await;
+    let trap = running(
+        &client,
+        &sandbox,
+        "trap",
+        &["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
+    )
+    .await;
+    client.stop_container(&trap, 0).await.unwrap();
+    let exit = client
+        .container_status(&trap)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .exit_code;
+    let labels = client
+        .pod_sandbox_status(&sandbox)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .labels;
+    let created = client
+        .create_container(
+            &sandbox,
+            support::container_config("idle", "busybox"),
+            support::sandbox_config("web", "default", "uid-web", 0),
+        )
+        .await
+        .unwrap();
+    client.stop_container(&created, 0).await.unwrap();
+    let idle = client
+        .container_status(&created)
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    let container_labels = idle.labels.len();
+    client.remove_container(&created).await.unwrap();
+    let stats = client.container_stats(&created).await.map_err(|e| e.code);
+    let start = client.start_container(&created).await.map_err(|e| e.code);
+    let reopen = client.reopen_container_log(&trap).await.map_err(|e| e.code);
+    let driver = client
+        .runtime_config()
+        .await
+        .unwrap()
+        .linux
+        .unwrap()
+        .cgroup_driver;
+    let missing = client
+        .pull_image("localhost/cri-harness/missing:none")
+        .await
+        .map_err(|e| e.code);
+    let malformed = client.pull_image("UPPER/case").await.map_err(|e| e.code);
+    let second = support::run_sandbox(&client, "api").await;
+    let order: Vec<bool> = client
+        .list_pod_sandbox(None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id == second)
+        .collect();
+    let pod_cpu = client
+        .pod_sandbox_stats(&sandbox)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|s| s.linux)
+        .and_then(|l| l.cpu)
+        .and_then(|c| c.usage_core_nano_seconds)
+        .is_some();
+    let events = {
+        let mut runtime = client.runtime_service();
+        let stream = runtime.get_container_events(v1::GetEventsRequest {}).await;
+        let mut stream = stream.unwrap().into_inner();
+        let ended =
+            tokio::time::timeout(std::time::Duration::from_millis(200), stream.message()).await;
+        matches!(ended, Ok(Ok(None)))
+    };
+    client.stop_pod_sandbox(&sandbox).await.unwrap();
+    let kept_ip = client
+        .pod_sandbox_status(&sandbox)
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.network)
+        .is_some_and(|n| !n.ip.is_empty());
+    server.shutdown().await;
+    vec![
+        format!("stop-signal-first {exit}"),
+        format!("stop-created-exits {}", idle.state),
+        format!(
+            "sandbox-labels-added {}",
+            labels.contains_key("io.kubernetes.container.name")
+        ),
+        format!("container-labels-added {container_labels}"),
+        format!("removed-stats-unknown {stats:?}"),
+        format!("start-unknown-unknown {start:?}"),
+        format!("reopen-not-running-succeeds {reopen:?}"),
+        format!("cgroup-driver-systemd {driver}"),
+        format!("pull-missing-unknown {missing:?}"),
+        format!("pull-malformed-invalid-argument {malformed:?}"),
+        format!("lists-newest-first {order:?}"),
+        format!("pod-stats-timestamp-only {pod_cpu}"),
+        format!("events-off {events}"),
+        format!("stopped-sandbox-keeps-ip {kept_ip}"),
+    ]
+}
+
+#[tokio::test]
+async fn each_freedom_the_mock_models_changes_the_answer_it_names_and_no_other() {
+    let base = answers(MockProfile::default()).await;
+    for line in &base {
+        let id = line.split(' ').next().unwrap();
+        let freedom: Freedom = id.parse().unwrap();
+        let taken = answers(MockProfile::only(freedom)).await;
+        let changed: Vec<&str> = base
+            .iter()
+            .zip(&taken)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(changed, [id], "{freedom}: {base:?} -> {taken:?}");
+    }
+}
