@@ -241,8 +241,15 @@ async fn the_other_runtime_refuses_each_request_lacking_what_the_kubelet_always_
         };
         let status = refused.expect_err(&format!("a request without {requirement} is refused"));
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{requirement}");
+        // Only the one field is missing, and the refusal names it.
+        assert_eq!(
+            status.message().matches("is required").count(),
+            1,
+            "{requirement}: {}",
+            status.message()
+        );
         assert!(
-            status.message().contains("is required"),
+            status.message().contains(requirement.field()),
             "{requirement}: {}",
             status.message()
         );

@@ -315,15 +315,13 @@ pub(crate) enum RpcError {
         /// Short method name.
         method: &'static str,
     },
-    /// The other-runtime profile: a request lacks a field the kubelet always sets.
-    #[error("{method}: {field} is required: {why}")]
+    /// The other-runtime profile: a request lacks fields the kubelet always sets.
+    #[error("{method}: {missing}")]
     KubeletFieldMissing {
         /// Short method name.
         method: &'static str,
-        /// The field, as in the proto.
-        field: &'static str,
-        /// Why the runtime needs it.
-        why: String,
+        /// Each missing field, as in the proto, with why the runtime needs it.
+        missing: String,
     },
     /// The other-runtime profile: an id it does not have, where the contract gives no code
     /// (StartContainer, ContainerStats), worded as CRI-O words it.
@@ -488,7 +486,7 @@ mod tests {
     #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
     #[case::userns_refused(RpcError::ProcessRefused { method: "RunPodSandbox", reason: "x".into() }, Code::Unknown)]
     #[case::exec_timeout(RpcError::ExecTimeout { id: "x".into(), seconds: 1 }, Code::DeadlineExceeded)]
-    #[case::kubelet_field(RpcError::KubeletFieldMissing { method: "CreateContainer", field: "f", why: "w".into() }, Code::InvalidArgument)]
+    #[case::kubelet_field(RpcError::KubeletFieldMissing { method: "CreateContainer", missing: "f is required (w)".into() }, Code::InvalidArgument)]
     #[case::other_runtimes_unknown_id(RpcError::IdDoesNotExist { kind: "container", id: "x".into() }, Code::Unknown)]
     fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {
         let message = err.to_string();

@@ -171,7 +171,7 @@ pub enum Requirement {
 
 impl Requirement {
     /// The request field it names, as the refusal says.
-    fn field(self) -> &'static str {
+    pub fn field(self) -> &'static str {
         match self {
             Requirement::SandboxMetadata => "config.metadata (name, namespace, uid)",
             Requirement::SandboxLogDirectory => "config.log_directory",
@@ -190,92 +190,110 @@ impl Requirement {
         }
     }
 
-    fn refused(self, method: &'static str, why: &str) -> RpcError {
-        RpcError::KubeletFieldMissing {
-            method,
-            field: self.field(),
-            why: why.to_owned(),
+    /// Why it is required, as the refusal says.
+    fn why(self) -> &'static str {
+        match self {
+            Requirement::SandboxMetadata => "the kubelet names every pod",
+            Requirement::SandboxLogDirectory => "the kubelet gives every pod a log directory",
+            Requirement::SandboxHostname => {
+                "a hostname may be empty only in the node's network namespace"
+            }
+            Requirement::SandboxNamespaceOptions => "the kubelet states every pod's namespaces",
+            Requirement::CgroupParentForm => "it must take the reported cgroup driver's form",
+            Requirement::ContainerMetadata => "the kubelet names every container",
+            Requirement::UserSpecifiedImage => {
+                "cannot verify the image's signature without the name the pod gives it"
+            }
+            Requirement::ContainerLogPath => "the kubelet gives every container a log path",
+            Requirement::ContainerNamespaceOptions => {
+                "the kubelet states every container's namespaces"
+            }
+            Requirement::CreateSandboxConfig => "the kubelet sends the pod's config along",
         }
     }
 }
 
-/// The first requirement a RunPodSandbox config misses, as the refusal to answer; `systemd`
-/// says which cgroup driver the mock reports.
-pub(crate) fn check_sandbox(config: &v1::PodSandboxConfig, systemd: bool) -> Result<(), RpcError> {
-    const METHOD: &str = "RunPodSandbox";
-    let metadata = config.metadata.clone().unwrap_or_default();
-    if metadata.name.is_empty() || metadata.namespace.is_empty() || metadata.uid.is_empty() {
-        return Err(Requirement::SandboxMetadata.refused(METHOD, "the kubelet names every pod"));
+/// The refusal of a request whose checks in `checked` found requirements missing (none: no
+/// refusal): every one is named, so a request builder learns all it lacks at once.
+fn refusal(method: &'static str, checked: &[(Requirement, bool)]) -> Result<(), RpcError> {
+    let fields: Vec<String> = checked
+        .iter()
+        .filter(|(_, missed)| *missed)
+        .map(|(r, _)| format!("{} is required ({})", r.field(), r.why()))
+        .collect();
+    if fields.is_empty() {
+        return Ok(());
     }
-    if config.log_directory.is_empty() {
-        return Err(Requirement::SandboxLogDirectory
-            .refused(METHOD, "the kubelet gives every pod a log directory"));
-    }
-    let linux = config.linux.clone().unwrap_or_default();
-    let Some(options) = linux
-        .security_context
-        .as_ref()
-        .and_then(|s| s.namespace_options.as_ref())
-    else {
-        return Err(Requirement::SandboxNamespaceOptions
-            .refused(METHOD, "the kubelet states every pod's namespaces"));
-    };
-    if options.network != v1::NamespaceMode::Node as i32 && config.hostname.is_empty() {
-        return Err(Requirement::SandboxHostname.refused(
-            METHOD,
-            "a hostname may be empty only in the node's network namespace",
-        ));
-    }
-    let parent = linux.cgroup_parent.trim_end_matches('/');
-    if !parent.is_empty() && parent.ends_with(".slice") != systemd {
-        let form = if systemd {
-            "a systemd slice (NAME.slice), as the systemd cgroup driver takes"
-        } else {
-            "a cgroupfs path, as the cgroupfs cgroup driver takes"
-        };
-        return Err(Requirement::CgroupParentForm.refused(METHOD, &format!("expected {form}")));
-    }
-    Ok(())
+    Err(RpcError::KubeletFieldMissing {
+        method,
+        missing: fields.join("; "),
+    })
 }
 
-/// The first requirement a CreateContainer request misses, as the refusal to answer.
-pub(crate) fn check_container(request: &v1::CreateContainerRequest) -> Result<(), RpcError> {
-    const METHOD: &str = "CreateContainer";
-    let config = request.config.clone().unwrap_or_default();
-    if config.metadata.as_ref().is_none_or(|m| m.name.is_empty()) {
-        return Err(
-            Requirement::ContainerMetadata.refused(METHOD, "the kubelet names every container")
-        );
-    }
-    if config
-        .image
+/// The refusal of a RunPodSandbox config that misses requirements, naming each; `systemd`
+/// says which cgroup driver the mock reports.
+pub(crate) fn check_sandbox(config: &v1::PodSandboxConfig, systemd: bool) -> Result<(), RpcError> {
+    let metadata = config.metadata.clone().unwrap_or_default();
+    let linux = config.linux.clone().unwrap_or_default();
+    let options = linux
+        .security_context
         .as_ref()
-        .is_none_or(|i| i.user_specified_image.is_empty())
-    {
-        return Err(Requirement::UserSpecifiedImage.refused(
-            METHOD,
-            "cannot verify the image's signature without the name the pod gives it",
-        ));
-    }
-    if config.log_path.is_empty() {
-        return Err(Requirement::ContainerLogPath
-            .refused(METHOD, "the kubelet gives every container a log path"));
-    }
-    if config
+        .and_then(|s| s.namespace_options.as_ref());
+    let node_network = options.is_some_and(|o| o.network == v1::NamespaceMode::Node as i32);
+    let parent = linux.cgroup_parent.trim_end_matches('/');
+    let unnamed =
+        metadata.name.is_empty() || metadata.namespace.is_empty() || metadata.uid.is_empty();
+    refusal(
+        "RunPodSandbox",
+        &[
+            (Requirement::SandboxMetadata, unnamed),
+            (
+                Requirement::SandboxLogDirectory,
+                config.log_directory.is_empty(),
+            ),
+            (Requirement::SandboxNamespaceOptions, options.is_none()),
+            (
+                Requirement::SandboxHostname,
+                !node_network && config.hostname.is_empty(),
+            ),
+            (
+                Requirement::CgroupParentForm,
+                !parent.is_empty() && parent.ends_with(".slice") != systemd,
+            ),
+        ],
+    )
+}
+
+/// The refusal of a CreateContainer request that misses requirements, naming each.
+pub(crate) fn check_container(request: &v1::CreateContainerRequest) -> Result<(), RpcError> {
+    let config = request.config.clone().unwrap_or_default();
+    let namespaces = config
         .linux
         .as_ref()
         .and_then(|l| l.security_context.as_ref())
-        .and_then(|s| s.namespace_options.as_ref())
-        .is_none()
-    {
-        return Err(Requirement::ContainerNamespaceOptions
-            .refused(METHOD, "the kubelet states every container's namespaces"));
-    }
-    if request.sandbox_config.is_none() {
-        return Err(Requirement::CreateSandboxConfig
-            .refused(METHOD, "the kubelet sends the pod's config along"));
-    }
-    Ok(())
+        .and_then(|s| s.namespace_options.as_ref());
+    refusal(
+        "CreateContainer",
+        &[
+            (
+                Requirement::ContainerMetadata,
+                config.metadata.as_ref().is_none_or(|m| m.name.is_empty()),
+            ),
+            (
+                Requirement::UserSpecifiedImage,
+                config
+                    .image
+                    .as_ref()
+                    .is_none_or(|i| i.user_specified_image.is_empty()),
+            ),
+            (Requirement::ContainerLogPath, config.log_path.is_empty()),
+            (Requirement::ContainerNamespaceOptions, namespaces.is_none()),
+            (
+                Requirement::CreateSandboxConfig,
+                request.sandbox_config.is_none(),
+            ),
+        ],
+    )
 }
 
 #[cfg(test)]
