@@ -377,6 +377,11 @@ async fn answers(profile: MockProfile) -> Vec<String> {
         .linux
         .unwrap()
         .cgroup_driver;
+    let prefixed = client
+        .pull_image("busybox")
+        .await
+        .unwrap()
+        .starts_with("sha256:");
     let missing = client
         .pull_image("localhost/cri-harness/missing:none")
         .await
@@ -428,6 +433,7 @@ async fn answers(profile: MockProfile) -> Vec<String> {
         format!("start-unknown-unknown {start:?}"),
         format!("reopen-not-running-succeeds {reopen:?}"),
         format!("cgroup-driver-systemd {driver}"),
+        format!("image-id-bare-hex {prefixed}"),
         format!("pull-missing-unknown {missing:?}"),
         format!("pull-malformed-invalid-argument {malformed:?}"),
         format!("lists-newest-first {order:?}"),

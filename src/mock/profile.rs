@@ -71,6 +71,8 @@ pub enum Freedom {
     CgroupDriverSystemd,
     /// Lists answer newest first.
     ListsNewestFirst,
+    /// Image ids are the bare hex of the config digest, without `sha256:`.
+    ImageIdBareHex,
     /// PullImage of a missing repository or tag fails with Unknown, in other words.
     PullMissingUnknown,
     /// PullImage of a malformed reference fails with InvalidArgument.
