@@ -73,6 +73,7 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: Some(known.clone()),
         images: Default::default(),
         mock_registries: Default::default(),

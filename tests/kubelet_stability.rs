@@ -45,6 +45,7 @@ async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutco
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -1,12 +1,13 @@
 //! Requests look like the chosen kubelet's, checked on the wire: every mock the runner starts
-//! is told the run's kubelet and refuses a RunPodSandbox or CreateContainer that lacks what
-//! that kubelet always sends, or carries a label it never writes (`mock::KubeletWire`). So
-//! `tests/suites.rs`, which runs every embedded case under each `--kubelet`, fails on any such
-//! request; these tests show that the rules bite, over the gRPC wire and through the runner.
+//! refuses a RunPodSandbox or CreateContainer that lacks a field every kubelet always sends
+//! (the profile's requirements, `tests/mock_profiles.rs`) or carries a label the run's kubelet
+//! never writes (`mock::KubeletWire`). So `tests/suites.rs`, which runs every embedded case
+//! under each `--kubelet`, fails on any such request; these tests show that the label rule
+//! bites, over the gRPC wire and through the runner.
 
 mod support;
 
-use cri_harness::cri::{labels, namespace_options, v1, Container, CriClient, PodSandbox};
+use cri_harness::cri::{labels, v1, CriClient, PodSandbox};
 use cri_harness::manager::KubeletProfile;
 use cri_harness::mock::{KubeletWire, MockRuntime};
 use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
@@ -53,31 +54,6 @@ async fn todays_kubelet_never_sends_the_managed_label_and_the_seed_always_does()
     seed.run_pod_sandbox(sandbox(true), "")
         .await
         .expect("the seed's sandbox");
-}
-
-#[tokio::test]
-async fn a_create_container_without_the_users_image_name_is_refused_on_the_wire() {
-    let client = client(&MockRuntime::new().expecting_kubelet(KubeletWire::Current)).await;
-    let config = sandbox(false);
-    let id = client.run_pod_sandbox(config.clone(), "").await.unwrap();
-    client.pull_image("busybox").await.unwrap();
-    let kubelets = Container::new("app", "busybox", namespace_options(false))
-        .log_path("app/0.log")
-        .build();
-    let mut bare = kubelets.clone();
-    if let Some(image) = bare.image.as_mut() {
-        image.user_specified_image.clear();
-    }
-    let err = client
-        .create_container(&id, bare, config.clone())
-        .await
-        .expect_err("no user_specified_image");
-    assert_eq!(err.code, tonic::Code::InvalidArgument, "{err}");
-    assert!(err.to_string().contains("user_specified_image"), "{err}");
-    client
-        .create_container(&id, kubelets, config)
-        .await
-        .expect("the kubelet's container");
 }
 
 /// The runner tells each mock the run's kubelet: a case whose sandbox carries the seed's

@@ -57,6 +57,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

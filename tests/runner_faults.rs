@@ -69,6 +69,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

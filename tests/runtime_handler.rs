@@ -47,6 +47,7 @@ fn config(
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: Some(
             cri_harness::contract::known::KnownFindings::read(
                 &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("findings"),

@@ -44,6 +44,7 @@ async fn run_once() -> snapshot::SnapshotStatus {
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -289,6 +289,18 @@ pub fn defect_name(name: &str) -> Result<crate::mock::Defect, String> {
         })
 }
 
+/// A mock [`Freedom`](crate::mock::Freedom) by its id in the contract (`stop-signal-first`),
+/// for the hidden option that takes freedoms one at a time.
+pub fn freedom_name(name: &str) -> Result<crate::mock::Freedom, String> {
+    name.parse().map_err(|_| {
+        let names: Vec<String> = <crate::mock::Freedom as strum::VariantArray>::VARIANTS
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        format!("unknown freedom; valid: {}", names.join(", "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::mock::{MockRuntime, RegistryAllowList};
+use crate::mock::{MockProfile, MockRuntime, ProfileName, RegistryAllowList};
 
 /// Arguments of `cri-harness mock`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +20,11 @@ pub struct Args {
     /// registry]
     #[arg(long = "allow-registry", value_name = "HOST[:PORT]")]
     pub allow_registries: Vec<String>,
+    /// How the mock answers where the CRI contract leaves room: `containerd` as containerd
+    /// does, `other-runtime` otherwise wherever the contract allows, refusing requests without
+    /// what the kubelet always sends
+    #[arg(long, value_name = "PROFILE", value_enum, default_value_t = ProfileName::Containerd)]
+    pub mock_profile: ProfileName,
 }
 
 /// The socket path `--listen` names, without a `unix://` prefix.
@@ -33,11 +38,14 @@ fn socket_path(listen: PathBuf) -> PathBuf {
 /// Runs `cri-harness mock` until `stop` (SIGINT or SIGTERM) is cancelled.
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
     let path = socket_path(args.listen);
-    let server = MockRuntime::new()
+    let server = MockRuntime::with_profile(MockProfile::named(args.mock_profile))
         .with_registries(RegistryAllowList::only(args.allow_registries))
         .serve_unix(&path)
         .await
         .context("cannot start the mock CRI runtime")?;
+    if args.mock_profile != ProfileName::default() {
+        println!("mock profile: {}", args.mock_profile);
+    }
     println!("mock CRI runtime listening on unix://{}", path.display());
     stop.cancelled().await;
     server.shutdown().await;

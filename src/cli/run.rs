@@ -125,6 +125,17 @@ pub struct Args {
     /// NotFound [default: every registry]
     #[arg(long = "mock-allow-registry", value_name = "HOST[:PORT]")]
     mock_allow_registries: Vec<String>,
+    /// With --mock, how the built-in mock answers where the CRI contract leaves room:
+    /// `containerd` as containerd does, `other-runtime` otherwise wherever the contract allows
+    /// (each freedom of `cri-harness contract`), refusing requests without what the kubelet
+    /// always sends
+    #[arg(long, value_name = "PROFILE", value_enum, default_value_t = crate::mock::ProfileName::Containerd)]
+    mock_profile: crate::mock::ProfileName,
+    /// For testing the harness itself: with --mock, take only this freedom of the contract (an
+    /// id `cri-harness contract` lists, repeatable) on containerd's profile, no request held to
+    /// the kubelet's
+    #[arg(long = "mock-freedom", value_name = "FREEDOM", hide = true, value_parser = super::common::freedom_name, conflicts_with = "mock_profile")]
+    mock_freedoms: Vec<crate::mock::Freedom>,
 }
 
 /// Runs `cri-harness run`; `stop` (SIGINT, SIGTERM) cancels it, cleaning up.
@@ -216,12 +227,21 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         anyhow::bail!("--mock-allow-registry needs --mock");
     }
     let mock_registries = crate::mock::RegistryAllowList::only(args.mock_allow_registries);
+    let mock_profile = if args.mock_freedoms.is_empty() {
+        crate::mock::MockProfile::named(args.mock_profile)
+    } else {
+        crate::mock::MockProfile {
+            freedoms: args.mock_freedoms.iter().copied().collect(),
+            ..Default::default()
+        }
+    };
     // A mutated mock is served once, on a socket of its own, and run as an endpoint.
     let (chosen, _mutant) = match chosen {
         Chosen::Mock if !args.mock_defects.is_empty() => {
             let dir = tempfile::tempdir().context("making a directory for the mutated mock")?;
             let server = crate::mock::MockRuntime::with_defects(args.mock_defects.iter().copied())
                 .with_registries(mock_registries.clone())
+                .profiled(mock_profile.clone())
                 .serve_unix(&dir.path().join("mock.sock"))
                 .await
                 .context("serving the mutated mock")?;
@@ -234,6 +254,11 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         }
         Chosen::Mock => (Chosen::Mock, None),
         _ if !args.mock_defects.is_empty() => anyhow::bail!("--mock-defect needs --mock"),
+        _ if args.mock_profile != crate::mock::ProfileName::default()
+            || !args.mock_freedoms.is_empty() =>
+        {
+            anyhow::bail!("--mock-profile needs --mock")
+        }
         endpoint => (endpoint, None),
     };
     let (target, _lease, clean_with) = match chosen {
@@ -286,7 +311,11 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         },
         images: args.images.names(),
         mock_registries,
+        mock_profile,
     };
+    if config.mock_profile.name != crate::mock::ProfileName::default() {
+        println!("mock profile: {}", config.mock_profile.name);
+    }
     if !config.runtime_handler.is_empty() {
         println!("runtime handler: {}", config.runtime_handler);
     }

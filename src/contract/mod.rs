@@ -82,6 +82,21 @@ pub struct Clause {
     pub says: String,
     /// Where it comes from.
     pub basis: Basis,
+    /// What the clause leaves a runtime free to do otherwise than containerd does, each a
+    /// named item the mock's other-runtime profile takes (see [`crate::mock::Freedom`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub freedoms: Vec<Freedom>,
+}
+
+/// One freedom a clause grants: a way to answer that differs from containerd's and that the
+/// clause still allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Freedom {
+    /// Stable id, lower-case words with `-`, unique over the contract.
+    pub id: String,
+    /// What a runtime taking it does (the mock's other-runtime profile does so).
+    pub does: String,
 }
 
 /// A clause file that does not hold together; the embedded one is tested never to.
@@ -96,6 +111,14 @@ pub enum ContractError {
     /// An id is not `area.subject.rule` in lower case.
     #[error("clause id `{0}` must be dot-separated lower-case words with `-`")]
     BadId(String),
+    /// A freedom's id is not lower-case words with `-`, or two freedoms share one.
+    #[error("clause `{clause}`: freedom `{id}` must be lower-case words with `-`, used once")]
+    BadFreedom {
+        /// The clause granting it.
+        clause: String,
+        /// The freedom's id.
+        id: String,
+    },
     /// An `observed` clause cites no runtime, or a `must`/`should` clause cites one.
     #[error("clause `{id}`: a {level} clause cannot rest on a {basis}")]
     WrongSource {
@@ -120,9 +143,18 @@ impl Contract {
         let list: Vec<Clause> =
             serde_saphyr::from_str(text).map_err(|err| ContractError::Parse(err.to_string()))?;
         let mut clauses = BTreeMap::new();
+        let mut freedoms = std::collections::BTreeSet::new();
         for clause in list {
             if !valid_id(&clause.id) {
                 return Err(ContractError::BadId(clause.id));
+            }
+            for freedom in &clause.freedoms {
+                if !valid_word(&freedom.id) || !freedoms.insert(freedom.id.clone()) {
+                    return Err(ContractError::BadFreedom {
+                        clause: clause.id.clone(),
+                        id: freedom.id.clone(),
+                    });
+                }
             }
             let runtime = clause.basis.source == Source::Runtime;
             if runtime != (clause.level == Level::Observed) {
@@ -149,19 +181,32 @@ impl Contract {
         self.clauses.values()
     }
 
-    /// The docs' contract table: one row per clause, in id order.
+    /// Every freedom the clauses grant, with the clause granting it, in clause order.
+    pub fn freedoms(&self) -> impl Iterator<Item = (&Clause, &Freedom)> {
+        self.iter()
+            .flat_map(|clause| clause.freedoms.iter().map(move |f| (clause, f)))
+    }
+
+    /// The docs' contract table: one row per clause, in id order, with the freedoms it grants.
     pub fn table(&self) -> String {
-        let mut out =
-            String::from("| clause | level | what it requires | basis |\n|---|---|---|---|\n");
+        let mut out = String::from(
+            "| clause | level | what it requires | basis | freedoms |\n|---|---|---|---|---|\n",
+        );
         for clause in self.iter() {
+            let freedoms: Vec<String> = clause
+                .freedoms
+                .iter()
+                .map(|f| format!("`{}`: {}", f.id, f.does.trim().replace('|', "\\|")))
+                .collect();
             out.push_str(&format!(
-                "| `{}` | {} | {} | {} `{}`: {} |\n",
+                "| `{}` | {} | {} | {} `{}`: {} | {} |\n",
                 clause.id,
                 clause.level,
                 clause.says.trim().replace('|', "\\|"),
                 clause.basis.source.label(),
                 clause.basis.file,
                 clause.basis.at.trim().replace('|', "\\|"),
+                freedoms.join("<br>"),
             ));
         }
         out
@@ -169,13 +214,14 @@ impl Contract {
 }
 
 fn valid_id(id: &str) -> bool {
-    id.split('.').count() >= 2
-        && id.split('.').all(|word| {
-            !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        })
+    id.split('.').count() >= 2 && id.split('.').all(valid_word)
+}
+
+fn valid_word(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// The contract compiled into the binary.
@@ -257,5 +303,33 @@ mod tests {
             Contract::parse(&clause("a.b", "observed", "critest")).unwrap_err(),
             ContractError::WrongSource { .. }
         ));
+    }
+
+    #[test]
+    fn a_freedom_granted_twice_or_badly_named_is_refused() {
+        let clause = |id: &str, freedom: &str| {
+            format!(
+                "- id: {id}\n  level: must\n  says: x\n  basis: {{source: api_proto, file: f, at: a}}\n  freedoms: [{{id: {freedom}, does: y}}]\n"
+            )
+        };
+        let twice = clause("a.b", "keeps-ip") + &clause("a.c", "keeps-ip");
+        assert_eq!(
+            Contract::parse(&twice).unwrap_err(),
+            ContractError::BadFreedom {
+                clause: "a.c".into(),
+                id: "keeps-ip".into()
+            }
+        );
+        assert!(matches!(
+            Contract::parse(&clause("a.b", "Keeps_IP")).unwrap_err(),
+            ContractError::BadFreedom { .. }
+        ));
+        let once = Contract::parse(&clause("a.b", "keeps-ip")).unwrap();
+        let granted: Vec<(&str, &str)> = once
+            .freedoms()
+            .map(|(c, f)| (c.id.as_str(), f.id.as_str()))
+            .collect();
+        assert_eq!(granted, [("a.b", "keeps-ip")]);
+        assert!(once.table().contains("`keeps-ip`: y"));
     }
 }

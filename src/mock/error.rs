@@ -1,6 +1,7 @@
 //! The mock's errors: [`MockError`] for starting its transports, and [`RpcError`] for refusals it
 //! answers on the wire. `From<RpcError> for tonic::Status` is the one place that picks their
-//! gRPC codes (containerd's codes where the facts record them).
+//! gRPC codes (containerd's codes where the facts record them; the other-runtime profile's
+//! own variants where it takes a freedom of the code).
 
 use std::path::PathBuf;
 
@@ -322,6 +323,43 @@ pub(crate) enum RpcError {
         /// Short method name.
         method: &'static str,
     },
+    /// The other-runtime profile: a request lacks fields the kubelet always sets.
+    #[error("{method}: {missing}")]
+    KubeletFieldMissing {
+        /// Short method name.
+        method: &'static str,
+        /// Each missing field, as in the proto, with why the runtime needs it.
+        missing: String,
+    },
+    /// The other-runtime profile: an id it does not have, where the contract gives no code
+    /// (StartContainer, ContainerStats), worded as CRI-O words it.
+    #[error("{kind} with ID starting with {id} not found: ID does not exist")]
+    IdDoesNotExist {
+        /// "container" or "pod sandbox".
+        kind: &'static str,
+        /// The id as given.
+        id: String,
+    },
+    /// The other-runtime profile: a pull of a repository or tag the registry lacks.
+    #[error("pulling image {image}: reading manifest: manifest unknown")]
+    ManifestUnknown {
+        /// The reference as given.
+        image: String,
+    },
+    /// The other-runtime profile: a pull by a reference the image grammar refuses.
+    #[error("invalid image name {image:?}: {why}")]
+    InvalidImageName {
+        /// The reference as given.
+        image: String,
+        /// What in it breaks the grammar.
+        why: &'static str,
+    },
+    /// The other-runtime profile: CreateContainer asking for a group but no user.
+    #[error("user group {group} is specified without user")]
+    GroupNeedsUser {
+        /// The group asked for.
+        group: i64,
+    },
     /// Control: InjectError or InjectLatency named no CRI method.
     #[error("{control}: unknown CRI method \"{method}\"; valid methods: {valid}")]
     UnknownMethod {
@@ -390,7 +428,10 @@ impl From<RpcError> for tonic::Status {
             | RpcError::NegativeTime { .. }
             | RpcError::NoStreams { .. }
             | RpcError::TtyWithStderr { .. }
-            | RpcError::InvalidMount { .. } => Code::InvalidArgument,
+            | RpcError::InvalidMount { .. }
+            | RpcError::KubeletFieldMissing { .. }
+            | RpcError::InvalidImageName { .. }
+            | RpcError::GroupNeedsUser { .. } => Code::InvalidArgument,
             RpcError::SandboxNotFound { .. }
             | RpcError::ContainerNotFound { .. }
             | RpcError::SandboxNotRunning { .. }
@@ -417,7 +458,9 @@ impl From<RpcError> for tonic::Status {
             | RpcError::ProcessRefused { .. }
             | RpcError::StreamNotRunning { .. }
             | RpcError::ImageReferenceInvalid { .. }
-            | RpcError::ForwardNotReady { .. } => Code::Unknown,
+            | RpcError::ForwardNotReady { .. }
+            | RpcError::IdDoesNotExist { .. }
+            | RpcError::ManifestUnknown { .. } => Code::Unknown,
             RpcError::TooManyStreams => Code::ResourceExhausted,
             RpcError::ExecTimeout { .. } => Code::DeadlineExceeded,
             RpcError::StreamingServer { .. } => Code::Internal,
@@ -452,6 +495,8 @@ mod tests {
     #[case::seed_clash(RpcError::AlreadyExists { control: "SeedContainer", kind: "container", id: "x".into() }, Code::AlreadyExists)]
     #[case::userns_refused(RpcError::ProcessRefused { method: "RunPodSandbox", reason: "x".into() }, Code::Unknown)]
     #[case::exec_timeout(RpcError::ExecTimeout { id: "x".into(), seconds: 1 }, Code::DeadlineExceeded)]
+    #[case::kubelet_field(RpcError::KubeletFieldMissing { method: "CreateContainer", missing: "f is required (w)".into() }, Code::InvalidArgument)]
+    #[case::other_runtimes_unknown_id(RpcError::IdDoesNotExist { kind: "container", id: "x".into() }, Code::Unknown)]
     fn refusals_carry_containerds_codes(#[case] err: RpcError, #[case] code: Code) {
         let message = err.to_string();
         let status = tonic::Status::from(err);

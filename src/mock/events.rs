@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 use tonic::Status;
 
 use super::error::RpcError;
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 
 pub(crate) use v1::ContainerEventType as Kind;
@@ -97,6 +97,10 @@ pub(crate) fn get_container_events(
     inner: &mut Inner,
     _request: v1::GetEventsRequest,
 ) -> Result<EventStream, RpcError> {
+    if MockRuntime::takes(inner, Freedom::EventsOff) {
+        // Events not enabled, as CRI-O's pod events are by default: the stream ends at once.
+        return Ok(Box::pin(futures::stream::empty()));
+    }
     let receiver = inner.events.sender.subscribe();
     let stream = futures::stream::unfold(Some(receiver), |receiver| async move {
         let mut receiver = receiver?;

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::images::{self, Reference, TestImage};
 
@@ -226,7 +226,7 @@ pub(crate) fn find_image(images: &[v1::Image], reference: &str) -> Option<usize>
     } else {
         reference.to_owned()
     };
-    if let Some(index) = images.iter().position(|i| i.id == id) {
+    if let Some(index) = images.iter().position(|i| i.id == id || i.id == reference) {
         return Some(index);
     }
     let full = images::normalise(reference);
@@ -275,14 +275,20 @@ fn pull_arrives(
         return Ok(None);
     }
     if let Some(why) = malformed(given) {
-        return Err(RpcError::ImageReferenceInvalid {
-            image: given.to_owned(),
-            why,
-        });
+        let image = given.to_owned();
+        if MockRuntime::takes(inner, Freedom::PullMalformedInvalidArgument) {
+            return Err(RpcError::InvalidImageName { image, why });
+        }
+        return Err(RpcError::ImageReferenceInvalid { image, why });
     }
     let reference = Reference::parse(given);
     inner.registries.check(&reference)?;
     if !registry_has(&reference, &served(&reference)) {
+        if MockRuntime::takes(inner, Freedom::PullMissingUnknown) {
+            return Err(RpcError::ManifestUnknown {
+                image: given.to_owned(),
+            });
+        }
         return Err(RpcError::ManifestNotFound {
             image: reference.to_full(),
         });
@@ -299,13 +305,19 @@ fn pull_image(
     let reference = Reference::parse(&given);
     let served = served(&reference);
     let repo_digest = format!("{}@{}", reference.repository, served.manifest);
+    // An image id's form is the runtime's: CRI-O's are the bare hex of the config digest.
+    let id = if MockRuntime::takes(inner, Freedom::ImageIdBareHex) {
+        served.id.trim_start_matches("sha256:").to_owned()
+    } else {
+        served.id.clone()
+    };
     let images = &mut inner.state.images;
-    let index = match images.iter().position(|i| i.id == served.id) {
+    let index = match images.iter().position(|i| i.id == id) {
         Some(index) => index,
         None => {
             let (uid, username) = user_of(served.image.map_or("", |image| image.user));
             images.push(v1::Image {
-                id: served.id.clone(),
+                id: id.clone(),
                 size: IMAGE_SIZE,
                 uid,
                 username,
@@ -321,9 +333,7 @@ fn pull_image(
         add_sorted(&mut image.repo_tags, tag);
     }
     add_sorted(&mut image.repo_digests, repo_digest);
-    Ok(v1::PullImageResponse {
-        image_ref: served.id,
-    })
+    Ok(v1::PullImageResponse { image_ref: id })
 }
 
 fn add_sorted(list: &mut Vec<String>, item: String) {
@@ -426,6 +436,9 @@ fn list_images(
             .cloned()
             .collect::<Vec<_>>(),
     );
+    if MockRuntime::takes(inner, Freedom::ListsNewestFirst) {
+        images.reverse();
+    }
     Ok(v1::ListImagesResponse { images })
 }
 

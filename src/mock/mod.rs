@@ -1,6 +1,7 @@
 //! The built-in mock CRI runtime: a real gRPC server (unix socket, or an in-memory duplex in
 //! tests) whose RuntimeService and ImageService answer the way containerd 1.6 does where the
-//! CRI contract leaves room, plus a control service that lets a suite ask for misbehaviour.
+//! CRI contract leaves room (or, under the other-runtime profile, otherwise wherever it does:
+//! see [`profile`]), plus a control service that lets a suite ask for misbehaviour.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -20,6 +21,7 @@ mod metrics;
 mod mounts;
 mod oom;
 mod process;
+mod profile;
 mod registries;
 mod runtime_config;
 mod runtime_service;
@@ -34,6 +36,7 @@ mod transitions;
 pub use defects::Defect;
 pub use error::MockError;
 pub use kubelet_wire::KubeletWire;
+pub use profile::{Freedom, MockProfile, ProfileName, Requirement};
 pub use registries::RegistryAllowList;
 pub use server::MockServer;
 
@@ -72,6 +75,8 @@ pub(crate) struct Inner {
     /// The kubelet whose requests the mock expects, refusing what it would never send (none:
     /// it takes any request the contract allows).
     pub(crate) kubelet_wire: Option<kubelet_wire::KubeletWire>,
+    /// The freedoms it takes and whether it holds requests to the kubelet's.
+    pub(crate) profile: MockProfile,
 }
 
 impl Default for Inner {
@@ -88,6 +93,7 @@ impl Default for Inner {
             transitions: transitions::Transitions::default(),
             registries: registries::RegistryAllowList::every(),
             kubelet_wire: None,
+            profile: MockProfile::default(),
         }
     }
 }
@@ -140,6 +146,24 @@ impl MockRuntime {
         let mock = Self::default();
         mock.lock().defects = Defect::of_instance(defects);
         mock
+    }
+
+    /// A fresh mock answering as `profile` says.
+    pub fn with_profile(profile: MockProfile) -> Self {
+        let mock = Self::default();
+        mock.lock().profile = profile;
+        mock
+    }
+
+    /// This instance, answering from now on as `profile` says (for a mock made with defects).
+    pub fn profiled(self, profile: MockProfile) -> Self {
+        self.lock().profile = profile;
+        self
+    }
+
+    /// True when this instance takes `freedom`.
+    pub(crate) fn takes(inner: &Inner, freedom: Freedom) -> bool {
+        inner.profile.takes(freedom)
     }
 
     /// True when this instance was made with `defect`.

@@ -8,7 +8,7 @@ use crate::images::Rootfs;
 
 use super::error::RpcError;
 use super::image_service::catalogue_image;
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 
 /// One line of a uid_map or gid_map: `length` ids from `container` on are `host` on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +217,12 @@ impl Identity {
 
         let seccomp = if security.privileged || MockRuntime::has(inner, Defect::SeccompIgnored) {
             Seccomp::Disabled
+        } else if MockRuntime::takes(inner, Freedom::SeccompProfilePathIgnored) {
+            // The deprecated path read as absent: CRI v1's field alone decides.
+            seccomp_of(&v1::LinuxContainerSecurityContext {
+                seccomp: security.seccomp.clone(),
+                ..Default::default()
+            })?
         } else {
             seccomp_of(security)?
         };
@@ -394,6 +400,20 @@ pub(crate) struct ExecTarget {
     pub(crate) argv: Vec<String>,
     /// The container's process, whose ids and confinement the command inherits.
     pub(crate) identity: Identity,
+    /// A timeout answers an exit code rather than an error (the other-runtime profile).
+    pub(crate) timeout_as_exit_code: bool,
+}
+
+/// Whether a command line sets a trap on SIGTERM (the harness's sleeper, `trap 'exit 0' TERM`):
+/// such a process exits 0 on the stop signal; any other runs as PID 1 without a handler, and
+/// the kernel does not deliver the signal to it.
+pub(crate) fn traps_term(argv: &[String]) -> bool {
+    argv.iter().any(|arg| {
+        arg.contains("trap ")
+            && arg
+                .split([' ', ';'])
+                .any(|word| word == "TERM" || word == "SIGTERM" || word == "15")
+    })
 }
 
 /// ExecSync's checks, as containerd makes them (the container, then its state): the command
@@ -410,6 +430,7 @@ pub(crate) fn exec_target(
         id: container.status.id.clone(),
         argv: request.cmd,
         identity: container.process.identity.clone(),
+        timeout_as_exit_code: MockRuntime::takes(inner, Freedom::ExecTimeoutExitCode),
     };
     Ok((target, request.timeout))
 }

@@ -1,8 +1,9 @@
 //! RuntimeConfig on the mock: the cgroup driver it reports, for good. It answers cgroupfs, the
-//! driver containerd's default configuration (`SystemdCgroup = false`) uses.
+//! driver containerd's default configuration (`SystemdCgroup = false`) uses, or, under the
+//! other-runtime profile, systemd, CRI-O's default.
 
 use super::error::RpcError;
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 
 pub(crate) fn runtime_config(
@@ -14,7 +15,11 @@ pub(crate) fn runtime_config(
     }
     Ok(v1::RuntimeConfigResponse {
         linux: Some(v1::LinuxRuntimeConfiguration {
-            cgroup_driver: v1::CgroupDriver::Cgroupfs as i32,
+            cgroup_driver: if MockRuntime::takes(inner, Freedom::CgroupDriverSystemd) {
+                v1::CgroupDriver::Systemd as i32
+            } else {
+                v1::CgroupDriver::Cgroupfs as i32
+            },
         }),
     })
 }

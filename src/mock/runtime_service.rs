@@ -17,7 +17,8 @@ use super::kubelet_wire;
 use super::process::{self, Identity};
 use super::state::{container_name, is_host_network, sandbox_name, selector, Process};
 use super::{
-    metrics, mounts, oom, runtime_config, stats, status_info, streaming, Defect, Inner, MockRuntime,
+    metrics, mounts, oom, profile, runtime_config, stats, status_info, streaming, Defect, Freedom,
+    Inner, MockRuntime,
 };
 use crate::cri::v1;
 use crate::cri::RequestSummary;
@@ -29,6 +30,13 @@ const SERVICE: &str = "RuntimeService";
 
 /// Exit code of the modelled process when killed (128 + SIGKILL).
 const KILLED_EXIT_CODE: i32 = 137;
+
+/// The label the other-runtime profile adds to every sandbox, as CRI-O does to name its
+/// infra container.
+const ADDED_SANDBOX_LABEL: (&str, &str) = ("io.kubernetes.container.name", "POD");
+
+/// The label the other-runtime profile adds to every container.
+const ADDED_CONTAINER_LABEL: (&str, &str) = ("io.cri-harness.mock/profile", "other-runtime");
 
 /// The stream type of every server-streaming RPC (all unmodelled).
 type Streaming<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
@@ -143,13 +151,24 @@ fn run_pod_sandbox(
         field: "config",
     })?;
     if let Some(kubelet) = inner.kubelet_wire {
-        kubelet_wire::sandbox_lacks(kubelet, &config)?;
+        kubelet_wire::check_labels("RunPodSandbox", kubelet, &config.labels)?;
+    }
+    if inner.profile.kubelet_requests {
+        profile::check_sandbox(
+            &config,
+            MockRuntime::takes(inner, Freedom::CgroupDriverSystemd),
+        )?;
     }
     let metadata = config.metadata.ok_or(RpcError::MissingField {
         method: METHOD,
         field: "config.metadata",
     })?;
     let name = sandbox_name(&metadata);
+    let mut labels = config.labels;
+    if MockRuntime::takes(inner, Freedom::SandboxLabelsAdded) {
+        let (key, value) = ADDED_SANDBOX_LABEL;
+        labels.insert(key.to_owned(), value.to_owned());
+    }
     let options = config
         .linux
         .and_then(|l| l.security_context)
@@ -178,7 +197,7 @@ fn run_pod_sandbox(
                 options: Some(options),
             }),
         }),
-        labels: config.labels,
+        labels,
         annotations: config.annotations,
         runtime_handler: request.runtime_handler,
     };
@@ -202,6 +221,24 @@ fn run_pod_sandbox(
 /// Ends a running (or unknown-state) container's process: a grace period lets the modelled
 /// test process exit 0 on SIGTERM; none means SIGKILL at once.
 fn stop_process(status: &mut v1::ContainerStatus, now: i64, graceful: bool) {
+    stop_process_as(status, now, graceful, false);
+}
+
+/// [`stop_process`], or, with `created_exits`, a container that never started ends too (exit
+/// code 0: it ran nothing), as a runtime that reports it EXITED does.
+fn stop_process_as(
+    status: &mut v1::ContainerStatus,
+    now: i64,
+    graceful: bool,
+    created_exits: bool,
+) {
+    if created_exits && status.state == ContainerCreated as i32 {
+        status.state = ContainerExited as i32;
+        status.finished_at = now;
+        status.exit_code = 0;
+        status.reason = "Completed".to_owned();
+        return;
+    }
     if status.state != ContainerRunning as i32 && status.state != ContainerUnknown as i32 {
         return;
     }
@@ -217,12 +254,14 @@ fn stop_process(status: &mut v1::ContainerStatus, now: i64, graceful: bool) {
 /// Stops a sandbox: kills its containers and closes its network (the IP goes).
 fn stop_sandbox(inner: &mut Inner, key: Key) {
     let now = inner.clock.now();
+    let keeps_ip = MockRuntime::takes(inner, Freedom::StoppedSandboxKeepsIp);
+    let signal_first = MockRuntime::takes(inner, Freedom::StopSignalFirst);
     let state = &mut inner.state;
     let Some((id, was_ready)) = state.sandboxes.update(key, |sandbox| {
         let status = &mut sandbox.status;
         let was_ready = status.state == SandboxReady as i32;
         status.state = SandboxNotready as i32;
-        if let Some(network) = &mut status.network {
+        if let Some(network) = status.network.as_mut().filter(|_| !keeps_ip) {
             network.ip.clear();
             network.additional_ips.clear();
         }
@@ -235,7 +274,9 @@ fn stop_sandbox(inner: &mut Inner, key: Key) {
     for member in members {
         let ended = state.containers.update(member, |c| {
             let before = c.status.state;
-            stop_process(&mut c.status, now, false);
+            // Forcibly terminated, as StopContainer at timeout 0 is: see `stop_container`.
+            let graceful = signal_first && process::traps_term(&c.process.argv);
+            stop_process(&mut c.status, now, graceful);
             (before != c.status.state).then(|| c.status.id.clone())
         });
         stopped.extend(ended.flatten());
@@ -358,6 +399,7 @@ fn list_pod_sandbox(
 ) -> Result<v1::ListPodSandboxResponse, RpcError> {
     let filter = request.filter.unwrap_or_default();
     let drops_state = MockRuntime::has(inner, Defect::ListSandboxDropsStateFilter);
+    let newest_first = MockRuntime::takes(inner, Freedom::ListsNewestFirst);
     let state = &inner.state;
     let wanted = Filter {
         id: (!filter.id.is_empty()).then(|| state.sandbox_filter_id(&filter.id)),
@@ -369,7 +411,7 @@ fn list_pod_sandbox(
             .filter(|_| !drops_state),
         labels: selector(&filter.label_selector),
     };
-    let items = state
+    let mut items: Vec<v1::PodSandbox> = state
         .sandboxes
         .select(wanted)
         .map(|(_, s)| &s.status)
@@ -383,6 +425,9 @@ fn list_pod_sandbox(
             runtime_handler: s.runtime_handler.clone(),
         })
         .collect();
+    if newest_first {
+        items.reverse();
+    }
     Ok(v1::ListPodSandboxResponse { items })
 }
 
@@ -391,8 +436,11 @@ fn create_container(
     request: v1::CreateContainerRequest,
 ) -> Result<v1::CreateContainerResponse, RpcError> {
     const METHOD: &str = "CreateContainer";
-    if let Some(kubelet) = inner.kubelet_wire {
-        kubelet_wire::container_lacks(kubelet, &request)?;
+    if let Some((kubelet, config)) = inner.kubelet_wire.zip(request.config.as_ref()) {
+        kubelet_wire::check_labels("CreateContainer", kubelet, &config.labels)?;
+    }
+    if inner.profile.kubelet_requests {
+        profile::check_container(&request)?;
     }
     let config = request.config.ok_or(RpcError::MissingField {
         method: METHOD,
@@ -446,6 +494,9 @@ fn create_container(
             &security.run_as_user,
             security.run_as_username.is_empty(),
         ) {
+            if MockRuntime::takes(inner, Freedom::GroupWithoutUserInvalidArgument) {
+                return Err(RpcError::GroupNeedsUser { group: group.value });
+            }
             return Err(RpcError::GroupWithoutUser { group: group.value });
         }
     }
@@ -500,7 +551,14 @@ fn create_container(
         } else {
             image.id
         },
-        labels: config.labels,
+        labels: {
+            let mut labels = config.labels;
+            if MockRuntime::takes(inner, Freedom::ContainerLabelsAdded) {
+                let (key, value) = ADDED_CONTAINER_LABEL;
+                labels.insert(key.to_owned(), value.to_owned());
+            }
+            labels
+        },
         annotations: config.annotations,
         mounts: mounts.status,
         log_path,
@@ -547,8 +605,17 @@ fn start_container(
 ) -> Result<v1::StartContainerResponse, RpcError> {
     let now = inner.clock.now();
     let oom_as_error = MockRuntime::has(inner, Defect::OomReportedAsError);
+    let unknown_code = MockRuntime::takes(inner, Freedom::StartUnknownUnknown);
     let state = &mut inner.state;
-    let key = state.find_container(&request.container_id)?;
+    let key = state
+        .find_container(&request.container_id)
+        .map_err(|err| match err {
+            RpcError::ContainerNotFound { id } if unknown_code => RpcError::IdDoesNotExist {
+                kind: "container",
+                id,
+            },
+            other => other,
+        })?;
     let container = &state.containers[key];
     if container.status.state != ContainerCreated as i32 {
         return Err(RpcError::ContainerInState {
@@ -613,7 +680,12 @@ fn stop_container(
         Err(err) => return Err(err),
     };
     let racy = MockRuntime::has(inner, Defect::RacyStopOfExitedContainer);
-    // The mock does not wait out the grace period: the modelled process exits on SIGTERM.
+    let signal_first = MockRuntime::takes(inner, Freedom::StopSignalFirst);
+    let created_exits = MockRuntime::takes(inner, Freedom::StopCreatedExits);
+    // The mock does not wait out the grace period: the modelled process exits on SIGTERM. With
+    // the stop signal sent first even without one, a process that traps it exits as it does
+    // on a graceful stop; any other is PID 1 without a handler, which ignores it, so SIGKILL
+    // ends it.
     let stopped = inner.state.containers.update(key, |c| {
         if racy && c.status.state == ContainerExited as i32 {
             return Err(RpcError::ProcessRefused {
@@ -622,7 +694,9 @@ fn stop_container(
             });
         }
         let before = c.status.state;
-        stop_process(&mut c.status, now, request.timeout > 0);
+        let graceful =
+            request.timeout > 0 || (signal_first && process::traps_term(&c.process.argv));
+        stop_process_as(&mut c.status, now, graceful, created_exits);
         Ok((before != c.status.state).then(|| (c.status.id.clone(), c.pod_sandbox_id.clone())))
     });
     let stopped = stopped.transpose()?.flatten();
@@ -676,6 +750,7 @@ fn list_containers(
     request: v1::ListContainersRequest,
 ) -> Result<v1::ListContainersResponse, RpcError> {
     let filter = request.filter.unwrap_or_default();
+    let newest_first = MockRuntime::takes(inner, Freedom::ListsNewestFirst);
     let state = &inner.state;
     let wanted = Filter {
         id: (!filter.id.is_empty()).then(|| state.container_filter_id(&filter.id)),
@@ -684,7 +759,7 @@ fn list_containers(
         state: filter.state.as_ref().map(|f| f.state),
         labels: selector(&filter.label_selector),
     };
-    let containers = state
+    let mut containers: Vec<v1::Container> = state
         .containers
         .select(wanted)
         .map(|(_, c)| c)
@@ -701,6 +776,9 @@ fn list_containers(
             image_id: c.status.image_id.clone(),
         })
         .collect();
+    if newest_first {
+        containers.reverse();
+    }
     Ok(v1::ListContainersResponse { containers })
 }
 
@@ -732,7 +810,8 @@ fn reopen_container_log(
     request: v1::ReopenContainerLogRequest,
 ) -> Result<v1::ReopenContainerLogResponse, RpcError> {
     let key = inner.state.find_container(&request.container_id)?;
-    if inner.state.containers[key].status.state != ContainerRunning as i32 {
+    let running = inner.state.containers[key].status.state == ContainerRunning as i32;
+    if !running && !MockRuntime::takes(inner, Freedom::ReopenNotRunningSucceeds) {
         return Err(RpcError::ContainerNotRunning {
             id: inner.state.containers[key].status.id.clone(),
         });

@@ -11,7 +11,7 @@ use super::error::RpcError;
 use super::image_service::IMAGE_FS_MOUNTPOINT;
 use super::index::Filter;
 use super::state::{is_host_network, selector, Container, Sandbox, State};
-use super::{Defect, Inner, MockRuntime};
+use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 
 use v1::ContainerState::{ContainerExited, ContainerRunning};
@@ -200,8 +200,15 @@ fn container_stats(container: &Container, now: i64) -> v1::ContainerStats {
     }
 }
 
-/// A READY sandbox's stats at `now`: its pause process plus its containers.
-fn sandbox_stats(state: &State, sandbox: &Sandbox, now: i64) -> v1::PodSandboxStats {
+/// A READY sandbox's stats at `now`: its pause process plus its containers. `stamped_only`
+/// leaves the pod's CPU and memory blocks with their timestamp alone, as a runtime that
+/// finds no cgroup of the pod's own (CRI-O under cgroupfs) answers them.
+fn sandbox_stats(
+    state: &State,
+    sandbox: &Sandbox,
+    now: i64,
+    stamped_only: bool,
+) -> v1::PodSandboxStats {
     let status = &sandbox.status;
     let age = elapsed(status.created_at, now);
     let containers: Vec<&Container> = state
@@ -248,6 +255,28 @@ fn sandbox_stats(state: &State, sandbox: &Sandbox, now: i64) -> v1::PodSandboxSt
             interfaces: Vec::new(),
         }
     });
+    let (cpu, memory) = if stamped_only {
+        (
+            v1::CpuUsage {
+                timestamp: now,
+                ..Default::default()
+            },
+            v1::MemoryUsage {
+                timestamp: now,
+                ..Default::default()
+            },
+        )
+    } else {
+        (
+            v1::CpuUsage {
+                timestamp: now,
+                usage_core_nano_seconds: value(cpu_used),
+                usage_nano_cores: value(rate * MILLICORE / 10),
+                psi: None,
+            },
+            memory(now, working_set, inactive_file, 0, faults),
+        )
+    };
     v1::PodSandboxStats {
         attributes: Some(v1::PodSandboxAttributes {
             id: status.id.clone(),
@@ -256,13 +285,8 @@ fn sandbox_stats(state: &State, sandbox: &Sandbox, now: i64) -> v1::PodSandboxSt
             annotations: status.annotations.clone(),
         }),
         linux: Some(v1::LinuxPodSandboxStats {
-            cpu: Some(v1::CpuUsage {
-                timestamp: now,
-                usage_core_nano_seconds: value(cpu_used),
-                usage_nano_cores: value(rate * MILLICORE / 10),
-                psi: None,
-            }),
-            memory: Some(memory(now, working_set, inactive_file, 0, faults)),
+            cpu: Some(cpu),
+            memory: Some(memory),
             network,
             // containerd counts the processes of running containers (one each here), not the
             // pause process.
@@ -281,7 +305,17 @@ pub(crate) fn container_stats_rpc(
     inner: &mut Inner,
     request: v1::ContainerStatsRequest,
 ) -> Result<v1::ContainerStatsResponse, RpcError> {
-    let key = inner.state.find_container_tersely(&request.container_id)?;
+    let other_code = MockRuntime::takes(inner, Freedom::RemovedStatsUnknown);
+    let key = inner
+        .state
+        .find_container_tersely(&request.container_id)
+        .map_err(|err| match err {
+            RpcError::NoSuchContainer { id } if other_code => RpcError::IdDoesNotExist {
+                kind: "container",
+                id,
+            },
+            other => other,
+        })?;
     let container = &inner.state.containers[key];
     if !is_running(container) {
         // containerd asks the task service for the one task's metrics and gets none.
@@ -314,11 +348,14 @@ pub(crate) fn list_container_stats(
         state: None,
         labels: selector(&filter.label_selector),
     };
-    let stats = state
+    let mut stats: Vec<v1::ContainerStats> = state
         .containers
         .select(wanted)
         .map(|(_, c)| container_stats(c, now))
         .collect();
+    if MockRuntime::takes(inner, Freedom::ListsNewestFirst) {
+        stats.reverse();
+    }
     Ok(v1::ListContainerStatsResponse { stats })
 }
 
@@ -339,9 +376,10 @@ pub(crate) fn pod_sandbox_stats(
         });
     }
     let now = inner.clock.now();
+    let stamped_only = MockRuntime::takes(inner, Freedom::PodStatsTimestampOnly);
     let sandbox = &inner.state.sandboxes[key];
     Ok(v1::PodSandboxStatsResponse {
-        stats: Some(sandbox_stats(&inner.state, sandbox, now)),
+        stats: Some(sandbox_stats(&inner.state, sandbox, now, stamped_only)),
     })
 }
 
@@ -350,6 +388,8 @@ pub(crate) fn list_pod_sandbox_stats(
     request: v1::ListPodSandboxStatsRequest,
 ) -> Result<v1::ListPodSandboxStatsResponse, RpcError> {
     let now = inner.clock.now();
+    let stamped_only = MockRuntime::takes(inner, Freedom::PodStatsTimestampOnly);
+    let newest_first = MockRuntime::takes(inner, Freedom::ListsNewestFirst);
     let state = &inner.state;
     let filter = request.filter.unwrap_or_default();
     // Only READY sandboxes have stats. containerd 1.6 skips the others when a filter is given
@@ -361,11 +401,14 @@ pub(crate) fn list_pod_sandbox_stats(
         state: Some(SandboxReady as i32),
         labels: selector(&filter.label_selector),
     };
-    let stats = state
+    let mut stats: Vec<v1::PodSandboxStats> = state
         .sandboxes
         .select(wanted)
-        .map(|(_, s)| sandbox_stats(state, s, now))
+        .map(|(_, s)| sandbox_stats(state, s, now, stamped_only))
         .collect();
+    if newest_first {
+        stats.reverse();
+    }
     Ok(v1::ListPodSandboxStatsResponse { stats })
 }
 

@@ -123,6 +123,9 @@ pub struct RunConfig {
     pub images: crate::images::ImageNames,
     /// The registries the mock pulls from (`--mock-allow-registry`); every one by default.
     pub mock_registries: crate::mock::RegistryAllowList,
+    /// How the built-in mock answers (`--mock-profile`); its `name` is the profile a report
+    /// records. Only [`Target::Mock`] and a mock served for `--mock-defect` use it.
+    pub mock_profile: crate::mock::MockProfile,
 }
 
 /// How many times each case runs: `repeat` attempts, then, while every attempt so far failed,
@@ -688,13 +691,17 @@ async fn run_on_mock(
             ))
         }
     };
-    // Each case proves on the wire that its requests are the chosen kubelet's.
+    // The harness's own requests are under test on every mock it starts: whatever its
+    // profile, the mock refuses what the chosen kubelet would never send, so each case proves
+    // on the wire that its requests are that kubelet's.
     let kubelet = if shared.config.kubelet.is_current() {
         KubeletWire::Current
     } else {
         KubeletWire::Seed
     };
-    let mock = MockRuntime::new()
+    let mut profile = shared.config.mock_profile.clone();
+    profile.kubelet_requests = true;
+    let mock = MockRuntime::with_profile(profile)
         .with_registries(shared.config.mock_registries.clone())
         .expecting_kubelet(kubelet);
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {

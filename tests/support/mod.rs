@@ -250,6 +250,7 @@ pub fn run_config(
         feature_gates: Default::default(),
         strict: false,
         attempts: Default::default(),
+        mock_profile: Default::default(),
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -177,6 +177,9 @@ impl Streaming {
     }
 }
 
+/// The exit code an ExecSync past its timeout answers under the other-runtime profile.
+const TIMED_OUT_EXIT_CODE: i32 = -1;
+
 /// Runs ExecSync's command to its end, or to `timeout` seconds (0: no limit), collecting what
 /// it writes on each stream.
 pub(crate) async fn exec_sync(
@@ -189,6 +192,7 @@ pub(crate) async fn exec_sync(
     let (_, stdin) = mpsc::unbounded_channel();
     let mut stdio = commands::Stdio::new(out, stdin, None).with_identity(target.identity);
     let argv = target.argv;
+    let as_exit_code = target.timeout_as_exit_code;
     let command = async move {
         let code = commands::run(&argv, &mut stdio).await;
         drop(stdio);
@@ -206,12 +210,23 @@ pub(crate) async fn exec_sync(
     };
     let both = async { tokio::join!(command, collect) };
     let (exit_code, (stdout, stderr)) = match u64::try_from(timeout) {
-        Ok(seconds) if seconds > 0 => tokio::time::timeout(Duration::from_secs(seconds), both)
-            .await
-            .map_err(|_| crate::mock::error::RpcError::ExecTimeout {
-                id: target.id.clone(),
-                seconds: timeout,
-            })?,
+        Ok(seconds) if seconds > 0 => {
+            match tokio::time::timeout(Duration::from_secs(seconds), both).await {
+                Ok(done) => done,
+                // The command is ended either way; a runtime may say so in the answer itself
+                // (the kubelet's client reads a non-zero exit code as a failed command).
+                Err(_) if as_exit_code => (
+                    TIMED_OUT_EXIT_CODE,
+                    (Vec::new(), b"command timed out\n".to_vec()),
+                ),
+                Err(_) => {
+                    return Err(crate::mock::error::RpcError::ExecTimeout {
+                        id: target.id.clone(),
+                        seconds: timeout,
+                    })
+                }
+            }
+        }
         _ => both.await,
     };
     Ok(crate::cri::v1::ExecSyncResponse {

@@ -75,6 +75,8 @@ impl EventKind {
 struct Received {
     events: Vec<v1::ContainerEventResponse>,
     ended: Option<String>,
+    /// The runtime closed the stream itself, with no error.
+    closed: bool,
 }
 
 /// One stream per endpoint for the whole process, shared by every case that listens. A
@@ -161,11 +163,17 @@ impl StepDef for ContainerEvents {
                 break;
             }
         }
-        let (events, ended) = {
+        let (events, ended, off) = {
             let got = lock(&received);
             let events = got.events.get(start..).unwrap_or_default().to_vec();
-            (events, got.ended.clone())
+            (events, got.ended.clone(), events_off(&got))
         };
+        if let Some(how) = off {
+            return Err(StepError::RuntimeLacks(format!(
+                "container events (GetContainerEvents {how} through every transition of the \
+                 case: events are not enabled)"
+            )));
+        }
         let mut own: Vec<&v1::ContainerEventResponse> =
             events.iter().filter(|e| is_own(e, &ids)).collect();
         for (alias, kinds) in &self.expect {
@@ -201,6 +209,21 @@ impl StepDef for ContainerEvents {
         let named: Vec<&str> = wanted.iter().map(|(_, id, _)| id.as_str()).collect();
         own.retain(|e| named.contains(&e.container_id.as_str()));
         check_statuses(world, &own, &ids).await
+    }
+}
+
+/// How the stream shows container events are off, if it does: it never carried an event, of
+/// any object, and either the runtime ended it cleanly (CRI-O's stream with its pod events
+/// off) or it stayed open and silent through the case. A stream that ended with an error, or
+/// ever carried an event, is judged.
+fn events_off(got: &Received) -> Option<&'static str> {
+    if !got.events.is_empty() {
+        return None;
+    }
+    match (&got.ended, got.closed) {
+        (None, _) => Some("stayed silent"),
+        (Some(_), true) => Some("ended with nothing"),
+        (Some(_), false) => None,
     }
 }
 
@@ -276,6 +299,7 @@ async fn open_stream(world: &World, endpoint: &str) -> Result<Shared, StepError>
                 Ok(Some(event)) => got.events.push(event),
                 Ok(None) => {
                     got.ended = Some("the runtime closed it".to_owned());
+                    got.closed = true;
                     return;
                 }
                 Err(status) => {
@@ -425,4 +449,36 @@ async fn check_statuses(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn received(events: usize, ended: Option<&str>, closed: bool) -> Received {
+        Received {
+            events: vec![v1::ContainerEventResponse::default(); events],
+            ended: ended.map(str::to_owned),
+            closed,
+        }
+    }
+
+    #[test]
+    fn a_stream_that_ends_with_nothing_or_stays_silent_is_events_off() {
+        let closed = received(0, Some("the runtime closed it"), true);
+        assert_eq!(events_off(&closed), Some("ended with nothing"));
+        assert_eq!(events_off(&received(0, None, false)), Some("stayed silent"));
+    }
+
+    #[test]
+    fn a_stream_that_carried_events_or_failed_is_judged() {
+        assert_eq!(events_off(&received(1, None, false)), None);
+        // Silent for this case after earlier events: a runtime that stopped sending is judged.
+        assert_eq!(events_off(&received(3, None, false)), None);
+        let failed = received(0, Some("Internal: boom"), false);
+        assert_eq!(events_off(&failed), None);
+        // Events came before the case subscribed, then the runtime closed it: not off.
+        let closed_later = received(2, Some("the runtime closed it"), true);
+        assert_eq!(events_off(&closed_later), None);
+    }
 }

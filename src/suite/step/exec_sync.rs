@@ -30,7 +30,7 @@ pub struct ExecSync {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "an `exec_sync` expectation: `stdout`, `stderr`, `exit_code`, `error`"
+    expecting = "an `exec_sync` expectation: `stdout`, `stderr`, `exit_code`, `error`, `fails`"
 )]
 pub struct ExecExpect {
     /// What it printed on stdout.
@@ -45,6 +45,10 @@ pub struct ExecExpect {
     /// The ExecSync call itself fails like this (e.g. a timeout the runtime enforces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorExpect>,
+    /// The command fails, in either way the kubelet's client (cri-client's `ExecSync`, which
+    /// critest uses) reads as one: the call fails, or it answers a non-zero exit code.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fails: bool,
 }
 
 impl StepDef for ExecSync {
@@ -64,6 +68,17 @@ impl StepDef for ExecSync {
         }
         scope.text("expect.stdout", &self.expect.stdout)?;
         scope.text("expect.stderr", &self.expect.stderr)?;
+        if self.expect.fails
+            && (self.expect.error.is_some()
+                || self.expect.exit_code != 0
+                || !self.expect.stdout.is_empty()
+                || !self.expect.stderr.is_empty())
+        {
+            return Err(CheckError::rule(
+                "expect.fails",
+                "`fails` accepts any failure: give it alone",
+            ));
+        }
         scope.error(self.expect.error.as_ref())
     }
 
@@ -74,6 +89,19 @@ impl StepDef for ExecSync {
             .runtime
             .exec_sync(&id, self.command.clone(), timeout)
             .await;
+        if self.expect.fails {
+            return match result {
+                Ok(answer) if answer.exit_code == 0 => Err(mismatch(
+                    "fails",
+                    "an error or a non-zero exit code",
+                    format!(
+                        "exit code 0 (stdout {:?})",
+                        String::from_utf8_lossy(&answer.stdout)
+                    ),
+                )),
+                _ => Ok(()),
+            };
+        }
         // Output is compared as printed (an address in resolv.conf is the point, not noise);
         // the runner redacts the failure message.
         let Some(answer) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
