@@ -133,6 +133,15 @@ impl Container {
         self
     }
 
+    /// Sends no seccomp profile at all when `nil`, for a case about exactly that (critest's
+    /// nil-profile spec); no kubelet does.
+    pub fn nil_seccomp(mut self, nil: bool) -> Self {
+        if nil {
+            self.security_context().seccomp = None;
+        }
+        self
+    }
+
     /// The config.
     pub fn build(self) -> v1::ContainerConfig {
         self.config

@@ -133,7 +133,8 @@ pub struct Security {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readonly_paths: Vec<String>,
     /// The seccomp profile (default: `unconfined`, the one the kubelet sends for a pod that
-    /// names none when `seccompDefault` is off; the request builder fills it in).
+    /// names none when `seccompDefault` is off; the request builder fills it in; `nil` sends
+    /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<Seccomp>,
     /// The AppArmor profile in CRI v1's `apparmor` field (default: none sent, so the runtime's
@@ -233,6 +234,9 @@ pub struct Capabilities {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Seccomp {
+    /// No profile sent at all (neither field), as critest's nil-profile spec sends; the
+    /// kubelet always sends one.
+    Nil,
     /// No filter.
     Unconfined,
     /// The runtime's default profile.
@@ -284,6 +288,7 @@ impl Seccomp {
             path: String::new(),
         };
         Ok(match self {
+            Seccomp::Nil => CriSeccomp::default(),
             Seccomp::Unconfined => profile(ProfileType::Unconfined, String::new()),
             Seccomp::RuntimeDefault => profile(ProfileType::RuntimeDefault, String::new()),
             Seccomp::Localhost(path) => profile(ProfileType::Localhost, absolute(path, host_path)?),
@@ -306,7 +311,7 @@ impl Seccomp {
             Seccomp::Localhost(path) => path.as_str(),
             Seccomp::ProfilePath(path) if PROFILE_NAMES.contains(&path.as_str()) => return Ok(()),
             Seccomp::ProfilePath(path) => path.strip_prefix("localhost/").unwrap_or(path),
-            Seccomp::Unconfined | Seccomp::RuntimeDefault => return Ok(()),
+            Seccomp::Nil | Seccomp::Unconfined | Seccomp::RuntimeDefault => return Ok(()),
         };
         if file.starts_with('/') || is_inner_path(file) {
             Ok(())
@@ -734,6 +739,7 @@ impl StepDef for CreateContainer {
             .annotations(self.annotations.clone())
             .stdio(self.stdin, self.tty)
             .security(security)
+            .nil_seccomp(self.security.seccomp == Some(Seccomp::Nil))
             .resources(self.memory_limit.map(|bytes| v1::LinuxContainerResources {
                 memory_limit_in_bytes: i64::from(bytes.get()),
                 memory_swap_limit_in_bytes: i64::from(bytes.get()),

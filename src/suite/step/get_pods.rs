@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     check_error, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, State, StepDef,
 };
+use crate::cri::v1;
 use crate::manager::Pod;
 use crate::observe::Answer;
 use crate::world::{expect_eq, mismatch, show, sorted, StepError, World};
@@ -28,7 +29,7 @@ pub struct GetPods {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a `get_pods` expectation: `error`, `pods`, `only`, `absent`, `order`"
+    expecting = "a `get_pods` expectation: `error`, `pods`, `only`, `absent`, `order`, `order_as_listed`"
 )]
 pub struct GetPodsExpect {
     /// The call fails like this.
@@ -46,6 +47,11 @@ pub struct GetPodsExpect {
     /// The case's own pods in exactly this order, as the manager answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<Vec<String>>,
+    /// The case's own pods in the order ListPodSandbox then answers their sandboxes, each pod
+    /// where its first sandbox is: the seed's order of first appearance, whatever order the
+    /// runtime lists in (api.proto fixes none).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub order_as_listed: bool,
 }
 
 /// One pod in a `get_pods` result.
@@ -133,6 +139,29 @@ impl StepDef for GetPods {
         };
         if let Some(wanted) = &self.expect.order {
             expect_eq("order", &show(wanted), &show(&order))?;
+        }
+        if self.expect.order_as_listed {
+            let listed = world
+                .runtime
+                .list_pod_sandbox(Some(v1::PodSandboxFilter {
+                    label_selector: world.ids.own_selector(),
+                    ..Default::default()
+                }))
+                .await?;
+            let mut first_met: Vec<String> = Vec::new();
+            for sandbox in &listed {
+                let uid = sandbox.metadata.as_ref().map_or("", |m| m.uid.as_str());
+                if let Some(alias) = world.ids.alias_of(uid) {
+                    if !first_met.iter().any(|a| a == alias) {
+                        first_met.push(alias.to_owned());
+                    }
+                }
+            }
+            expect_eq(
+                "order (as ListPodSandbox lists)",
+                &show(&first_met),
+                &show(&order),
+            )?;
         }
         let by_alias: BTreeMap<String, &Pod> = pods
             .iter()

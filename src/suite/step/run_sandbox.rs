@@ -183,7 +183,8 @@ pub struct PodSecurity {
     /// A privileged pod: the runtime lets only such a pod hold privileged containers.
     #[serde(default, skip_serializing_if = "is_default")]
     pub privileged: bool,
-    /// The sandbox's seccomp profile (default: none sent, unconfined).
+    /// The sandbox's seccomp profile (default: RuntimeDefault, the one the kubelet always sends a
+    /// sandbox; `nil` sends none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<Seccomp>,
 }
@@ -423,6 +424,7 @@ impl StepDef for RunSandbox {
             .cgroup_parent(cgroup_parent)
             .sysctls(self.sysctls.clone())
             .security(security_context)
+            .nil_seccomp(self.security.seccomp == Some(Seccomp::Nil))
             .build();
         let handler = world.runtime_handler.clone();
         let result = world
