@@ -62,7 +62,7 @@ const SHOULD_WARNS: &str = "
       - stop_sandbox: sb
       - mock_inject_error: {method: PodSandboxStatus, code: Internal, message: boom}
       - sandbox_status: {sandbox: sb, expect: {ip: absent}}
-        clause: sandbox.stop.releases-ip
+        clause: list.id-prefix
       - sandbox_status: {sandbox: sb, expect: {state: not_ready}}
 ";
 
@@ -75,7 +75,7 @@ const SHOULD_THEN_MUST_FAILS: &str = "
       - stop_sandbox: sb
       - mock_inject_error: {method: PodSandboxStatus, code: Internal, message: boom}
       - sandbox_status: {sandbox: sb, expect: {ip: absent}}
-        clause: sandbox.stop.releases-ip
+        clause: list.id-prefix
       - sandbox_status: {sandbox: sb, expect: {state: ready}}
 ";
 
@@ -86,7 +86,7 @@ const SHOULD_HOLDS: &str = "
       - run_sandbox: {as: sb, pod: web}
       - stop_sandbox: sb
       - sandbox_status: {sandbox: sb, expect: {ip: absent}}
-        clause: sandbox.stop.releases-ip
+        clause: list.id-prefix
       - sandbox_status: {sandbox: sb, expect: {state: not_ready}}
 ";
 
@@ -290,7 +290,7 @@ async fn a_broken_should_clause_warns_and_the_case_goes_on_to_its_must_steps() {
         verdicts(&report),
         [
             ("should-holds", "passed", None),
-            ("should-warns", "warning", Some("sandbox.stop.releases-ip")),
+            ("should-warns", "warning", Some("list.id-prefix")),
             // The step after the broken should clause ran: its must clause failed the case.
             (
                 "should-then-must-fails",
@@ -299,7 +299,7 @@ async fn a_broken_should_clause_warns_and_the_case_goes_on_to_its_must_steps() {
             ),
         ]
     );
-    let should = [("sandbox.stop.releases-ip", Level::Should)];
+    let should = [("list.id-prefix", Level::Should)];
     assert_eq!(notes(case(&report, "should-holds")), []);
     for name in ["should-warns", "should-then-must-fails"] {
         let case = case(&report, name);
@@ -310,7 +310,7 @@ async fn a_broken_should_clause_warns_and_the_case_goes_on_to_its_must_steps() {
     }
     let warning = reason(case(&report, "should-warns"));
     assert!(
-        warning.contains("(should: sandbox.stop.releases-ip)"),
+        warning.contains("(should: list.id-prefix)"),
         "{warning}"
     );
     let failure = reason(case(&report, "should-then-must-fails"));
@@ -318,7 +318,7 @@ async fn a_broken_should_clause_warns_and_the_case_goes_on_to_its_must_steps() {
     let line = report::case_line(case(&report, "should-warns"));
     assert!(
         line.starts_with("WARN verdicts/should-warns (")
-            && line.contains("[sandbox.stop.releases-ip]"),
+            && line.contains("[list.id-prefix]"),
         "{line}"
     );
 }
@@ -335,7 +335,7 @@ async fn a_warning_fails_the_run_only_when_strict(
     let report = run(&[SHOULD_WARNS], strict, None).await;
     assert_eq!(
         verdicts(&report),
-        [("should-warns", "warning", Some("sandbox.stop.releases-ip"))]
+        [("should-warns", "warning", Some("list.id-prefix"))]
     );
     assert_eq!(report.success(), success);
     assert_eq!(report::summary_line(&report), summary);
@@ -459,7 +459,7 @@ async fn a_listed_case_that_only_warns_is_flagged_as_fixed() {
     let report = run(&[SHOULD_WARNS], false, Some(known)).await;
     assert_eq!(
         verdicts(&report),
-        [("should-warns", "warning", Some("sandbox.stop.releases-ip"))]
+        [("should-warns", "warning", Some("list.id-prefix"))]
     );
     assert_eq!(report.cases[0].finding_fixed.as_deref(), Some(ISSUE));
     assert!(report.success());
@@ -481,12 +481,12 @@ async fn a_listed_case_whose_setup_errors_stays_an_error() {
 #[test]
 fn a_findings_file_naming_a_should_clause_is_refused() {
     let text = format!(
-        "- runtime: cri-harness-mock\n  versions: \">=0.0.0\"\n  findings:\n    - {{case: verdicts/should-warns, clause: sandbox.stop.releases-ip, reference: \"{ISSUE}\"}}\n"
+        "- runtime: cri-harness-mock\n  versions: \">=0.0.0\"\n  findings:\n    - {{case: verdicts/should-warns, clause: list.id-prefix, reference: \"{ISSUE}\"}}\n"
     );
     match KnownFindings::parse("test", &text) {
         Err(KnownError::Clause { case, clause, .. }) => {
             assert_eq!(case, "verdicts/should-warns");
-            assert_eq!(clause, "sandbox.stop.releases-ip");
+            assert_eq!(clause, "list.id-prefix");
         }
         other => panic!("not refused for its clause: {other:?}"),
     }
@@ -631,7 +631,7 @@ async fn every_verdict() -> RunReport {
         [
             ("observed-contradicted", "passed", None),
             ("must-contradicted", "failed", Some("sandbox.run.ready")),
-            ("should-warns", "warning", Some("sandbox.stop.releases-ip")),
+            ("should-warns", "warning", Some("list.id-prefix")),
             ("needs-process", "skipped", None),
             ("setup-errors", "error", None),
             ("must-fault", "known", Some("sandbox.run.ready")),
@@ -696,7 +696,7 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
             ("must-contradicted", ("failed", Some("sandbox.run.ready"))),
             (
                 "should-warns",
-                ("warning", Some("sandbox.stop.releases-ip"))
+                ("warning", Some("list.id-prefix"))
             ),
             ("needs-process", ("skipped", None)),
             ("setup-errors", ("error", None)),
@@ -720,7 +720,7 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
     );
     assert_eq!(
         note("should-warns"),
-        ("sandbox.stop.releases-ip".into(), "should".into())
+        ("list.id-prefix".into(), "should".into())
     );
     for name in ["must-contradicted", "setup-errors", "must-fault"] {
         assert!(cases[name].get("notes").is_none(), "{name}");
@@ -776,7 +776,7 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
     }
     let warning = out("should-warns");
     assert!(
-        warning.contains("verdict: warning [sandbox.stop.releases-ip]"),
+        warning.contains("verdict: warning [list.id-prefix]"),
         "{warning}"
     );
     let known = out("must-fault");

@@ -60,7 +60,7 @@ pub struct Size {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a stream expectation: `stdout`, `stdout_bytes`, `stderr`, `exit_code`, `error`, `failure`"
+    expecting = "a stream expectation: `stdout`, `stdout_bytes`, `stderr`, `exit_code`, `error`, `failure`, `refused`"
 )]
 pub struct StreamExpect {
     /// What arrived on stdout (read as UTF-8, lossily).
@@ -82,6 +82,11 @@ pub struct StreamExpect {
     /// code, a broken connection, the deadline. The text is the failure's, redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<TextExpect>,
+    /// The command does not run, whichever way the runtime says so: the RPC fails (any code),
+    /// or the stream it answers fails or ends in anything but a clean exit, for a contract
+    /// that leaves open where a refusal comes.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub refused: bool,
 }
 
 impl StreamExpect {
@@ -102,6 +107,12 @@ impl StreamExpect {
             return Err(CheckError::rule(
                 "",
                 "`expect.error` is the RPC failing, so no stream opens: it takes no `stdout`, `stdout_bytes`, `stderr`, `exit_code` or `failure`",
+            ));
+        }
+        if self.refused && (self.error.is_some() || streams) {
+            return Err(CheckError::rule(
+                "",
+                "`expect.refused` takes any refusal, so it stands alone",
             ));
         }
         if self.failure.is_some() && self.exit_code != 0 {
@@ -282,6 +293,9 @@ pub(super) async fn converse(
     within_ms: u64,
     expect: &StreamExpect,
 ) -> Result<(), StepError> {
+    if expect.refused && answer.is_err() {
+        return Ok(());
+    }
     let Some(url) = check_call(expect.error.as_ref(), answer, |t| world.redact(t))? else {
         return Ok(());
     };
@@ -290,6 +304,19 @@ pub(super) async fn converse(
         Ok(url) => remote_command::run_at(&url, input, deadline).await,
         Err(err) => Err(err),
     };
+    if expect.refused {
+        return match result {
+            Ok(output) if output.outcome == Some(Outcome::Exited(0)) => Err(mismatch(
+                "refused",
+                "the command refused, at the RPC or on its stream",
+                format!(
+                    "it ran and exited 0 (stdout {:?})",
+                    String::from_utf8_lossy(&output.stdout)
+                ),
+            )),
+            _ => Ok(()),
+        };
+    }
     expect.check(result, |t| world.redact(t))
 }
 
