@@ -309,16 +309,12 @@ async fn a_broken_should_clause_warns_and_the_case_goes_on_to_its_must_steps() {
         assert!(message.contains("boom"), "{message}");
     }
     let warning = reason(case(&report, "should-warns"));
-    assert!(
-        warning.contains("(should: list.id-prefix)"),
-        "{warning}"
-    );
+    assert!(warning.contains("(should: list.id-prefix)"), "{warning}");
     let failure = reason(case(&report, "should-then-must-fails"));
     assert!(failure.contains("step 5 `sandbox_status`"), "{failure}");
     let line = report::case_line(case(&report, "should-warns"));
     assert!(
-        line.starts_with("WARN verdicts/should-warns (")
-            && line.contains("[list.id-prefix]"),
+        line.starts_with("WARN verdicts/should-warns (") && line.contains("[list.id-prefix]"),
         "{line}"
     );
 }
@@ -694,10 +690,7 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
         BTreeMap::from([
             ("observed-contradicted", ("passed", None)),
             ("must-contradicted", ("failed", Some("sandbox.run.ready"))),
-            (
-                "should-warns",
-                ("warning", Some("list.id-prefix"))
-            ),
+            ("should-warns", ("warning", Some("list.id-prefix"))),
             ("needs-process", ("skipped", None)),
             ("setup-errors", ("error", None)),
             ("must-fault", ("known", Some("sandbox.run.ready"))),
