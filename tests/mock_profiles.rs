@@ -459,3 +459,20 @@ async fn each_freedom_the_mock_models_changes_the_answer_it_names_and_no_other()
         assert_eq!(changed, [id], "{freedom}: {base:?} -> {taken:?}");
     }
 }
+
+/// A run on the other-runtime profile is a lane of its own: its report names the profile, so
+/// `report diff` and `report history` never pair it with the default mock's.
+#[tokio::test]
+async fn a_report_names_the_mock_profile_it_ran_unless_it_is_the_default() {
+    for (profile, recorded) in [
+        (ProfileName::OtherRuntime, "other-runtime"),
+        (ProfileName::Containerd, ""),
+    ] {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut config = support::run_config(Target::Mock, Vec::new(), "lane", scratch.path());
+        config.mock_profile = MockProfile::named(profile);
+        let report =
+            cri_harness::runner::run(config, cri_harness::runner::Interrupt::new(), None).await;
+        assert_eq!(report.mock_profile, recorded, "{profile}");
+    }
+}

@@ -1,7 +1,7 @@
 //! The built-in mock CRI runtime: a real gRPC server (unix socket, or an in-memory duplex in
 //! tests) whose RuntimeService and ImageService answer the way containerd 1.6 does where the
 //! CRI contract leaves room (or, under the other-runtime profile, otherwise wherever it does:
-//! see [`profile`]), plus a control service that lets a suite ask for misbehaviour.
+//! see [`MockProfile`]), plus a control service that lets a suite ask for misbehaviour.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

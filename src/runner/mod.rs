@@ -253,8 +253,14 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         target: "mock".to_owned(),
         target_kind: "mock".to_owned(),
         runtime_handler: config.runtime_handler.clone(),
-        // The mock has one profile, its default; a run in another names it here, as its lane.
-        mock_profile: String::new(),
+        // A run on the mock in another profile than its default names it here: it is
+        // another lane, with other answers.
+        mock_profile: match config.target {
+            Target::Mock if config.mock_profile.name != crate::mock::ProfileName::default() => {
+                config.mock_profile.name.to_string()
+            }
+            _ => String::new(),
+        },
         kubelet: Some(config.kubelet.name().to_owned()),
         cases: Vec::new(),
         errors: Vec::new(),
