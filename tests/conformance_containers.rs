@@ -80,10 +80,6 @@ async fn outcome(steps: &str) -> CaseOutcome {
     "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb, labels: {x: y}}\n      - container_status: {container: app, expect: {labels: {x: z}}}\n",
     "labels: expected at least {x: z}, got {x: y}"
 )]
-#[case::container_log_path(
-    "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - container_status: {container: app, expect: {log_path: echoed}}\n",
-    "log_path: container `app` was created without a log path"
-)]
 #[case::listed_sandboxes(
     "      - run_sandbox: {as: a, pod: web}\n      - run_sandbox: {as: b, pod: db}\n      - list_sandboxes: {state: ready, expect: {sandboxes: [a]}}\n",
     "sandboxes: expected [a], got [a, b]"
@@ -150,10 +146,6 @@ async fn outcome(steps: &str) -> CaseOutcome {
         "      - check_log: {container: app, within_ms: 30, expect: {lines: [{stream: stderr, contains: x}]}}\n",
     ),
     "got no current log file"
-)]
-#[case::log_without_a_log_directory(
-    "      - run_sandbox: {as: sb, pod: web}\n      - create_container: {as: app, sandbox: sb}\n      - check_log: {container: app, expect: {lines: [{stream: stdout, equals: x}]}}\n",
-    "container `app` has no log path: its sandbox needs `log_directory: true`"
 )]
 #[case::reopen_makes_no_new_file(
     concat!(

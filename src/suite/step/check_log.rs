@@ -330,7 +330,7 @@ pub(super) fn log_path(world: &World, alias: &str) -> Result<PathBuf, StepError>
         .clone()
         .ok_or_else(|| {
             StepError::Unsupported(format!(
-                "container `{alias}` has no log path: its sandbox needs `log_directory: true`"
+                "container `{alias}` has no log path: its sandbox was run with `log_directory: false`"
             ))
         })
 }
