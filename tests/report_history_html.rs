@@ -123,7 +123,9 @@ async fn the_history_page_loads_cleanly_counts_every_cell_opens_a_failure_and_ch
         .await;
     assert_eq!(
         shown,
-        json!({"visible": true, "title": format!("FAIL {}: {suite}/{case}", LANES[0].0),
+        json!({"visible": true,
+               // The lane as its reports record what ran, not the directory they were in.
+               "title": format!("FAIL {} {} (endpoint, kubelet seed): {suite}/{case}", LANES[0].1, LANES[0].2),
                "night": "night 2026-01-30 (2026-01-30T02:00:00Z) · containerd v1.7.24",
                "message": "RemoveContainer left the container on night 30"})
     );
