@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Where a conformance set's time goes at --parallel 2 on a runtime, case by case, and, when a
-# critest binary is at hand, how long critest takes for the same specs on the same machine in
-# the same run (alternating, so both see the same load). No ratio is ever taken against a
-# figure from another day.
+# Where a conformance set's time goes at --parallel 2 on a runtime, case by case, and how long
+# critest takes for the same specs on the same machine in the same run (alternating, so both
+# see the same load). No ratio is ever taken against a figure from another day.
 #   core:      runtime info, sandboxes, containers, images, idempotence, logs, stats, OOM,
 #              read-only mounts, networking, multiple containers' log and network;
 #   security:  Security Context, Mount Propagation, AppArmor;
@@ -10,14 +9,20 @@
 # A set's cases are those docs/critest.md names for its specs ("mirrors"). For each it prints
 # each case's median wall time and its share of the set, the critical path of the two workers,
 # and the time spent in CRI calls against the time spent waiting (polls, retries, sleeps).
-# A benchmark that prints figures, not a test: it fails only if a case fails.
+# A benchmark that prints figures, not a test of speed. It fails when a harness case fails, and
+# when critest did not run what it was asked to: its JUnit report must hold every spec of the
+# set as run (passed, failed, or skipped by the spec itself) and no other, and each spec it
+# failed must be one whose mirror case the harness reports as a listed finding (known) or
+# cannot run here either (skipped: the internet, a kernel feature). No ratio is printed then.
 #
 # Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
-# Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2),
-#   CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary: run side by
-#   side), CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec
-#   times, printed beside each case for reference; default ../shared/critest-v1.36.0-specs.md
-#   when it exists; never divided by).
+# Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2, both
+#   tools), CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary; default
+#   ../shared/bin/critest-v1.36.0 beside the repository when it is there, with the ginkgo
+#   beside it put on PATH as `ginkgo` for --parallel; CRITEST=none skips critest),
+#   CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec times,
+#   printed beside each case for reference; default ../shared/critest-v1.36.0-specs.md when it
+#   exists; never divided by).
 set -euo pipefail
 
 RUNS="${1:-3}"
@@ -45,6 +50,21 @@ mirrors="$(cut -f2 <<<"$rows" | tr ',' '\n' | tr -d ' ' | sort -u | paste -sd'|'
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 printf '%s\n' "$rows" >"$out/rows.tsv"
+
+# critest: the one named, else the one shared beside the repository. critest's --parallel runs
+# `ginkgo` from PATH, so a ginkgo-VERSION beside it is linked there under that name.
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ -z "${CRITEST:-}" && -x "$REPO/../shared/bin/critest-v1.36.0" ]]; then
+    CRITEST="$REPO/../shared/bin/critest-v1.36.0"
+fi
+[[ "${CRITEST:-}" != none ]] || CRITEST=""
+if [[ -n "${CRITEST:-}" ]] && ! command -v ginkgo >/dev/null; then
+    ginkgo_beside="$(find "$(dirname "$CRITEST")" -maxdepth 1 -name 'ginkgo*' -type f -perm -u+x | sort | tail -n 1)"
+    if [[ -n "$ginkgo_beside" ]]; then
+        mkdir -p "$out/bin" && ln -s "$ginkgo_beside" "$out/bin/ginkgo"
+        PATH="$out/bin:$PATH"
+    fi
+fi
 harness() {
     local i="$1" start end
     start=$(date +%s.%N)
@@ -58,18 +78,34 @@ harness() {
     echo "$start $end" >"$out/run$i.time"
 }
 critest() {
-    local i="$1" start end focus
-    # The specs as one anchored alternation of regex-quoted names.
+    local i="$1" start end focus status=0
+    # ginkgo matches its focus against the suite's name and each spec's full text, which starts
+    # at `[k8s.io] `: the specs, regex-quoted, anchored at that prefix and at the end.
     focus="$(cut -f1 "$out/rows.tsv" | sed -e 's/[][\.|$^*+?(){}]/\\&/g' | paste -sd'|')"
     start=$(date +%s.%N)
     "$CRITEST" --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" \
-        --ginkgo.focus "^($focus)\$" >"$out/critest$i.log" 2>&1 || true
+        --ginkgo.no-color --ginkgo.junit-report "$out/critest$i.xml" \
+        --ginkgo.focus "\\[k8s\\.io\\] ($focus)\$" >"$out/critest$i.log" 2>&1 || status=$?
     end=$(date +%s.%N)
     echo "$start $end" >"$out/critest$i.time"
+    echo "$status" >"$out/critest$i.status"
+    # What it ran, checked at once: a critest that ran other specs times nothing comparable.
+    python3 "$REPO/ci/critest-check.py" ran "$out" "$i" || {
+        tail -n 20 "$out/critest$i.log" >&2
+        echo "conformance-speed: critest did not run the $SET set's specs; no ratio" >&2
+        exit 1
+    }
 }
 for ((i = 1; i <= RUNS; i++)); do
-    harness "$i"
     if [[ -n "${CRITEST:-}" ]]; then critest "$i"; fi
+    harness "$i"
+    if [[ -n "${CRITEST:-}" ]]; then
+        # critest's failures, each held to the harness's verdict on the spec's mirror cases.
+        python3 "$REPO/ci/critest-check.py" failures "$out" "$i" || {
+            echo "conformance-speed: critest failed for a reason no listed finding gives; no ratio" >&2
+            exit 1
+        }
+    fi
 done
 
 python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" <<'PY'
@@ -128,10 +164,11 @@ critest_walls = []
 if os.path.exists(f"{out}/critest1.time"):
     critest_walls = [wall("critest", i) for i in range(1, runs + 1)]
     ratio = median(walls) / median(critest_walls)
-    print(f"  critest, same specs, same machine, alternating runs: median {median(critest_walls):.2f} s "
+    print(f"  critest, the same {len(rows)} specs (each run's JUnit report checked: those specs and no other ran), "
+          f"same machine, alternating runs: median {median(critest_walls):.2f} s "
           f"(runs: {', '.join(f'{w:.2f}' for w in critest_walls)}); ratio {ratio:.2f} (target: at most 0.40)")
 else:
-    print("  critest: not run (set CRITEST to a critest binary to time it side by side)")
+    print("  critest: not run (no critest in CRITEST or ../shared/bin; CRITEST=none was given, or none is there)")
 print("  cases by median wall time (share of summed case time; CRI / waiting; critest's recorded time for its spec, for reference):")
 for name, d in sorted(per_case.items(), key=lambda kv: -median(kv[1]["wall"])):
     w = median(d["wall"])

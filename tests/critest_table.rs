@@ -195,3 +195,75 @@ fn every_cited_spec_exists_and_its_row_names_the_case() {
     }
     assert!(cited > 100, "only {cited} citations found");
 }
+
+/// A stand-in critest for `ci/conformance-speed.sh`: it writes the JUnit report ginkgo would,
+/// holding `mode`'s specs of the set the script asked for (its rows.tsv, beside the report).
+fn stand_in_critest(dir: &std::path::Path, mode: &str) -> std::path::PathBuf {
+    let path = dir.join("critest");
+    let script = format!(
+        r#"#!/usr/bin/env bash
+mode={mode}
+junit=""
+while [ $# -gt 0 ]; do
+  [ "$1" = --ginkgo.junit-report ] && junit="$2"
+  shift
+done
+if [ "$mode" = crash ]; then echo 'exec: "ginkgo": executable file not found in $PATH'; exit 1; fi
+{{
+  echo '<?xml version="1.0" encoding="UTF-8"?><testsuites><testsuite name="CRI validation">'
+  n=0
+  while IFS=$'\t' read -r spec _; do
+    n=$((n + 1))
+    case "$mode" in none) continue ;; all-but-one) [ "$n" = 1 ] && continue ;; esac
+    printf '<testcase name="[It] [k8s.io] %s" status="passed"></testcase>\n' "${{spec//&/&amp;}}"
+  done <"$(dirname "$junit")/rows.tsv"
+  echo '</testsuite></testsuites>'
+}} >"$junit"
+echo "Ran $n of 122 Specs"
+"#
+    );
+    std::fs::write(&path, script).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .unwrap();
+    path
+}
+
+/// `ci/conformance-speed.sh` times critest only when critest ran the set's specs, all of them
+/// and no other, as its JUnit report says: a critest that ran none, one too few, or none at all
+/// fails the script before a ratio is printed. With a stand-in that ran exactly the set, the
+/// script goes on to the harness, here a stand-in that fails, so it stops there: the control
+/// that the check passes what it should.
+#[rstest::rstest]
+#[case::that_runs_no_spec("none", "critest run 1 ran 0 specs where the set has")]
+#[case::that_exits_before_any_report("crash", "critest run 1 wrote no JUnit report")]
+#[case::that_runs_one_spec_too_few("all-but-one", "1 of the set's specs did not run")]
+#[case::that_runs_the_sets_specs_exactly("all", "conformance-speed: run 1 had failures")]
+fn the_speed_script_fails_on_a_critest_that_did_not_run_the_sets_specs(
+    #[case] mode: &str,
+    #[case] says: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("bash")
+        .args(["ci/conformance-speed.sh", "1", "core"])
+        .env("CRITEST", stand_in_critest(dir.path(), mode))
+        .env("CRIH_BIN", "false")
+        .env(
+            "CONTAINER_RUNTIME_ENDPOINT",
+            "unix:///nonexistent/stand-in.sock",
+        )
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(says),
+        "wanted {says:?} in:\n{stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("ratio"), "{stdout}");
+}

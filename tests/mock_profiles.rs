@@ -102,9 +102,8 @@ async fn each_freedom_alone_moves_no_must_verdict_of_any_embedded_case() {
     );
 }
 
-// Holds once the harness's requests carry what the kubelet always sends (the request builders
-// of `create_container`, `run_sandbox` and the fuzz/prop builders, issue 34 item 4); until then
-// the cases that trip a requirement name it in their error.
+// The profile refuses a request that lacks what the kubelet always sends, naming the field, so
+// this also proves that every embedded case's requests are the kubelet's.
 #[tokio::test]
 async fn the_other_runtime_profile_gives_no_failure_and_no_error_over_every_embedded_suite() {
     let taken = outcomes(

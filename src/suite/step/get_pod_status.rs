@@ -120,10 +120,10 @@ pub struct ContainerExpect {
 /// The pod status as the case's reference keeps it: only what the contract fixes. Of each
 /// sandbox the case ran, the labels and annotations it sent (a runtime may add keys:
 /// `sandbox.status.echoes-config`; they are noted at `observed`), no IP once it is not READY
-/// (`sandbox.stop.releases-ip` is a `should`, judged by its own cases), and no handler name
-/// where the case asked for the default one (a runtime may name its default). A seeded sandbox
-/// is kept as the case seeded it; one the manager ran keeps the keys the case's sandboxes were
-/// sent.
+/// (`sandbox.stop.releases-ip` is only observed: api.proto fixes no IP for a stopped
+/// sandbox), and no handler name where the case asked for the default one (a runtime may name
+/// its default). A seeded sandbox is kept as the case seeded it; one the manager ran keeps the
+/// keys the case's sandboxes were sent.
 fn reference_view(world: &mut World, status: &PodStatus) -> PodStatus {
     let sent: Vec<&v1::PodSandboxConfig> = world
         .aliases
