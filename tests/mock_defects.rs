@@ -6,7 +6,7 @@
 mod support;
 
 use cri_harness::cri::Endpoint;
-use cri_harness::mock::{Defect, MockRuntime};
+use cri_harness::mock::{Defect, Latency, MockRuntime};
 use cri_harness::runner::{CaseOutcome, Target};
 use cri_harness::suite;
 
@@ -138,10 +138,11 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
 ];
 
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
-/// run as a real runtime would be.
+/// run as a real runtime would be: its calls take a registry's time, as `cri-harness mock`'s do.
 async fn outcomes(defects: &[Defect], cases: &[&str]) -> Vec<(String, CaseOutcome)> {
     let dir = tempfile::tempdir().unwrap();
     let server = MockRuntime::with_defects(defects.iter().copied())
+        .with_latency(Latency::REGISTRY)
         .serve_unix(&dir.path().join("mock.sock"))
         .await
         .unwrap();

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::mock::{MockProfile, MockRuntime, ProfileName, RegistryAllowList};
+use crate::mock::{Latency, MockProfile, MockRuntime, ProfileName, RegistryAllowList};
 
 /// Arguments of `cri-harness mock`.
 #[derive(Debug, clap::Args)]
@@ -25,6 +25,13 @@ pub struct Args {
     /// what the kubelet always sends
     #[arg(long, value_name = "PROFILE", value_enum, default_value_t = ProfileName::Containerd)]
     pub mock_profile: ProfileName,
+    /// Milliseconds a pull of an image the mock lacks takes, as a registry's would (critest's
+    /// pull-timeout spec needs one past its deadline)
+    #[arg(long, value_name = "MS", default_value_t = Latency::REGISTRY.pull_ms)]
+    pub pull_latency_ms: u64,
+    /// Milliseconds a RemoveImage takes; removals of one image meanwhile overlap it
+    #[arg(long, value_name = "MS", default_value_t = Latency::REGISTRY.remove_ms)]
+    pub remove_latency_ms: u64,
 }
 
 /// The socket path `--listen` names, without a `unix://` prefix.
@@ -40,6 +47,10 @@ pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode
     let path = socket_path(args.listen);
     let server = MockRuntime::with_profile(MockProfile::named(args.mock_profile))
         .with_registries(RegistryAllowList::only(args.allow_registries))
+        .with_latency(Latency {
+            pull_ms: args.pull_latency_ms,
+            remove_ms: args.remove_latency_ms,
+        })
         .serve_unix(&path)
         .await
         .context("cannot start the mock CRI runtime")?;

@@ -83,6 +83,33 @@ pub fn rng_for(seed: u64, stream: &str) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &digest)
 }
 
+/// A mock, and a runtime on the current thread that serves it and runs the cases against it.
+struct OneThread {
+    runtime: tokio::runtime::Runtime,
+    target: Target,
+    /// Kept alive while the target is in use.
+    _mock: MockRuntime,
+}
+
+impl OneThread {
+    fn start(kubelet: KubeletProfile) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the property's own async runtime")?;
+        let mock = MockRuntime::new();
+        let target = runtime
+            .block_on(Target::mock(&mock))
+            .context("starting the property's own mock")?
+            .with_kubelet(kubelet);
+        Ok(Self {
+            runtime,
+            target,
+            _mock: mock,
+        })
+    }
+}
+
 /// Runs `cri-harness prop`; `stop` (SIGINT, SIGTERM) ends it at once, saying how to remove
 /// what the current case made on an endpoint.
 pub async fn run(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCode> {
@@ -178,27 +205,43 @@ async fn properties(args: Args, chosen: Chosen, run_id: String) -> anyhow::Resul
         };
         let handle = tokio::runtime::Handle::current();
         let case_target = target.clone();
+        let kubelet = args.kubelet;
         let run_id = run_id.clone();
         let counter = counter.clone();
         let started = Instant::now();
         let executed = Arc::new(AtomicU64::new(0));
         let executed_in = executed.clone();
         let outcome = tokio::task::spawn_blocking(move || {
+            // On the mock, the cases, the manager and the mock all run on this one thread, on a
+            // mock of the property's own: every call is a hand-over within the thread rather
+            // than a wake-up of another, which is most of what a case costs.
+            let local = if case_target.is_mock() {
+                Some(OneThread::start(kubelet)?)
+            } else {
+                None
+            };
             // Built on the blocking thread: boxed strategies are not Send.
             let mut runner = TestRunner::new_with_rng(config, rng_for(seed, property.name()));
-            runner.run(&property.strategy(profile), |case| {
+            Ok::<_, anyhow::Error>(runner.run(&property.strategy(profile), |case| {
                 executed_in.fetch_add(1, Ordering::Relaxed);
                 let naming = Naming {
                     run_id: run_id.clone(),
                     case: counter.fetch_add(1, Ordering::Relaxed),
                 };
-                handle
-                    .block_on(prop::run_case(property, &case, &case_target, &naming))
-                    .map_err(|err| TestCaseError::fail(err.chain()))
-            })
+                match &local {
+                    Some(local) => local.runtime.block_on(prop::run_case(
+                        property,
+                        &case,
+                        &local.target,
+                        &naming,
+                    )),
+                    None => handle.block_on(prop::run_case(property, &case, &case_target, &naming)),
+                }
+                .map_err(|err| TestCaseError::fail(err.chain()))
+            }))
         })
         .await
-        .context("the property runner stopped")?;
+        .context("the property runner stopped")??;
         let elapsed = started.elapsed().as_secs_f64();
         let executed = executed.load(Ordering::Relaxed);
         let rate = executed as f64 / elapsed.max(f64::EPSILON);

@@ -20,6 +20,11 @@ use crate::runner::cleanup::Lease;
 use crate::runner::{self, snapshot, Filter, RunConfig, Target};
 use crate::suite;
 
+/// Cases run at once on the mock unless `--parallel` says otherwise: every case has a mock of
+/// its own, so nothing is shared, and its time is spent waiting (a hook's whole second, a hold),
+/// not computing.
+const MOCK_PARALLEL: u16 = 8;
+
 /// Arguments of `cri-harness run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,9 +47,10 @@ pub struct Args {
     /// Run only cases with one of these tags (comma-separated)
     #[arg(long, value_name = "TAG", value_delimiter = ',')]
     tags: Vec<String>,
-    /// Number of cases run at once
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
-    parallel: u16,
+    /// Number of cases run at once [default: 1 against a runtime; 8 on the mock, where each
+    /// case has a mock of its own and mostly waits]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    parallel: Option<u16>,
     /// Time allowed for one case's steps; cleanup follows even after it runs out
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     case_timeout: Duration,
@@ -282,11 +288,15 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         .as_deref()
         .map(crate::contract::known::KnownFindings::read)
         .transpose()?;
+    let parallel = usize::from(args.parallel.unwrap_or(match target {
+        Target::Mock => MOCK_PARALLEL,
+        Target::Endpoint { .. } => 1,
+    }));
     let config = RunConfig {
         target,
         suites: loaded.suites,
         filter,
-        parallel: usize::from(args.parallel),
+        parallel,
         case_timeout: args.case_timeout,
         // The sweep's own bound, and room for its last round's calls.
         cleanup_timeout: args.case_timeout.max(runner::cleanup::SETTLE_BOUND)

@@ -25,11 +25,6 @@ const IMAGE_INODES: u64 = 256;
 pub(crate) const IMAGE_FS_MOUNTPOINT: &str =
     "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
 
-/// How long pulling an image the mock does not hold takes: far above a 1 ms deadline, far
-/// below any case's.
-const PULL_LATENCY: Duration = Duration::from_millis(50);
-/// How long removing an image takes; a RemoveImage arriving meanwhile overlaps it.
-const REMOVE_LATENCY: Duration = Duration::from_millis(100);
 /// The repository namespace of the harness's own images: its registry serves the catalogue's
 /// images there and nothing else, so a pull of anything else in it fails as a real
 /// registry's would.
@@ -263,7 +258,7 @@ fn required_image(spec: Option<v1::ImageSpec>, method: &'static str) -> Result<S
 }
 
 /// A pull on arrival: a malformed reference or one the registry lacks fails at once; an
-/// image the mock does not hold takes [`PULL_LATENCY`] to fetch.
+/// image the mock does not hold takes the mock's pull latency to fetch (none unless asked).
 fn pull_arrives(
     inner: &mut Inner,
     request: &v1::PullImageRequest,
@@ -294,7 +289,7 @@ fn pull_arrives(
         });
     }
     let held = find_image(&inner.state.images, given).is_some();
-    Ok((!held).then_some(PULL_LATENCY))
+    Ok(if held { None } else { inner.latency.pull() })
 }
 
 fn pull_image(
@@ -442,9 +437,9 @@ fn list_images(
     Ok(v1::ListImagesResponse { images })
 }
 
-/// A removal on arrival: removing an image the mock holds takes [`REMOVE_LATENCY`]; one that
-/// arrives while another removal of the same image is under way waits as long and then finds
-/// it gone, so both succeed.
+/// A removal on arrival: removing an image the mock holds takes the mock's removal latency
+/// (none unless asked); one that arrives while another removal of the same image is under way
+/// waits as long and then finds it gone, so both succeed.
 fn removal_arrives(
     inner: &mut Inner,
     request: &v1::RemoveImageRequest,
@@ -454,9 +449,13 @@ fn removal_arrives(
     };
     let now = Instant::now();
     let concurrent_fails = MockRuntime::has(inner, Defect::ConcurrentRemoveImageFails);
+    let latency = inner.latency.remove();
     let state = &mut inner.state;
     state.images_removing.retain(|_, until| *until > now);
     let Some(index) = find_image(&state.images, given) else {
+        return Ok(None);
+    };
+    let Some(latency) = latency else {
         return Ok(None);
     };
     let id = state.images[index].id.clone();
@@ -468,9 +467,9 @@ fn removal_arrives(
     state
         .images_removing
         .entry(id)
-        .and_modify(|until| *until = (*until).max(now + REMOVE_LATENCY))
-        .or_insert(now + REMOVE_LATENCY);
-    Ok(Some(REMOVE_LATENCY))
+        .and_modify(|until| *until = (*until).max(now + latency))
+        .or_insert(now + latency);
+    Ok(Some(latency))
 }
 
 fn remove_image(

@@ -17,6 +17,7 @@ mod faults;
 mod image_service;
 mod index;
 mod kubelet_wire;
+mod latency;
 mod metrics;
 mod mounts;
 mod oom;
@@ -36,6 +37,7 @@ mod transitions;
 pub use defects::Defect;
 pub use error::MockError;
 pub use kubelet_wire::KubeletWire;
+pub use latency::Latency;
 pub use profile::{Freedom, MockProfile, ProfileName, Requirement};
 pub use registries::RegistryAllowList;
 pub use server::MockServer;
@@ -77,6 +79,8 @@ pub(crate) struct Inner {
     pub(crate) kubelet_wire: Option<kubelet_wire::KubeletWire>,
     /// The freedoms it takes and whether it holds requests to the kubelet's.
     pub(crate) profile: MockProfile,
+    /// How long its image calls take (nothing, unless it was made with some).
+    pub(crate) latency: latency::Latency,
 }
 
 impl Default for Inner {
@@ -94,6 +98,7 @@ impl Default for Inner {
             registries: registries::RegistryAllowList::every(),
             kubelet_wire: None,
             profile: MockProfile::default(),
+            latency: latency::Latency::default(),
         }
     }
 }

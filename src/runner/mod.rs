@@ -709,6 +709,10 @@ async fn run_on_mock(
     profile.kubelet_requests = true;
     let mock = MockRuntime::with_profile(profile)
         .with_registries(shared.config.mock_registries.clone())
+        .with_latency(crate::mock::Latency {
+            pull_ms: case.mock_latency.pull_ms,
+            remove_ms: case.mock_latency.remove_ms,
+        })
         .expecting_kubelet(kubelet);
     let server = match mock.serve_unix(&dir.path().join("cri.sock")).await {
         Ok(server) => server,

@@ -40,6 +40,8 @@ struct RawCase {
     #[serde(default)]
     feature_gates: crate::manager::FeatureGates,
     #[serde(default)]
+    mock_latency: super::MockLatency,
+    #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
     /// The clause every expectation of the case checks unless its step names its own.
     #[serde(default)]
@@ -282,6 +284,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             needs: raw_case.needs,
             kubelet: raw_case.kubelet,
             feature_gates: raw_case.feature_gates,
+            mock_latency: raw_case.mock_latency,
             pods: raw_case.pods,
             mentioned_pods: BTreeSet::new(),
             clause: raw_case.clause.as_ref().map(|c| c.value.clone()),

@@ -57,6 +57,9 @@ pub struct Case {
     /// Kubelet feature gates the case's manager follows over the run's `--feature-gates`
     /// (`feature_gates: {LegacySidecarContainers: true}`); unknown names are refused.
     pub feature_gates: crate::manager::FeatureGates,
+    /// How long the mock's image calls take in this case (`mock_latency: {pull_ms: 50}`); a
+    /// real runtime takes its own time, so only the mock reads it. None by default.
+    pub mock_latency: MockLatency,
     /// Pod identities the case fixes, by pod alias (others are made unique per run).
     pub pods: BTreeMap<String, PodIdentity>,
     /// Every pod alias the case names, fixed or not (not the empty one), found by the loader's
@@ -135,6 +138,20 @@ impl Case {
             _ => (self.line, self.column),
         }
     }
+}
+
+/// The time a case has the mock's image calls take, in milliseconds: for a case whose subject
+/// is a call in progress (a pull past its deadline, removals that overlap), which a real
+/// runtime's calls are on their own. Zero, the default, answers at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockLatency {
+    /// Pulling an image the mock does not hold.
+    #[serde(default)]
+    pub pull_ms: u64,
+    /// Removing an image the mock holds.
+    #[serde(default)]
+    pub remove_ms: u64,
 }
 
 /// A capability a case needs from the target, or from the machine it runs on. A case whose
