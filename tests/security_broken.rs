@@ -19,6 +19,7 @@ use std::time::Duration;
 
 mod support;
 
+use cri_harness::contract::Level;
 use cri_harness::cri::Endpoint;
 use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite::step::check_log::Stream;
@@ -244,7 +245,24 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
             }
             // Cases for a feature the host lacks (an LSM) skip broken as they skip whole.
             CaseOutcome::Skipped(_) => {}
-            CaseOutcome::Passed => live.push(name),
+            // A case at observed level (a rule the contract leaves to the runtime, such as the
+            // deprecated seccomp path) cannot fail: it catches the broken rule as a note at its
+            // clause, at a check (at the inverted step, for an inverted mutant).
+            CaseOutcome::Passed => {
+                let caught = case.notes.iter().any(|note| {
+                    note.level == Level::Observed
+                        && case.clause.as_deref() == Some(note.clause.as_str())
+                        && noted_step(&note.message).is_some_and(|(at, step)| match index {
+                            Some(index) => at == index + 1,
+                            None => CHECKS.contains(&step),
+                        })
+                });
+                if caught {
+                    failed += 1;
+                } else {
+                    live.push(name);
+                }
+            }
             // A case at should level (a refusal the contract recommends) catches the broken
             // rule as a warning, at its check.
             CaseOutcome::Warning(reason) => {
@@ -275,6 +293,13 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
         "passed broken, so their checks do not hold the rule: {live:#?}"
     );
     failed
+}
+
+/// The step a note names, and its number: `step N `NAME`: ...`.
+fn noted_step(message: &str) -> Option<(usize, &str)> {
+    let (number, rest) = message.strip_prefix("step ")?.split_once(" `")?;
+    let (name, _) = rest.split_once('`')?;
+    Some((number.parse().ok()?, name))
 }
 
 /// The step a failure names: `..., step N `NAME`: ...`.
