@@ -46,6 +46,8 @@ async fn outcomes(profile: MockProfile, run_id: &str) -> BTreeMap<String, CaseOu
         scratch.path(),
     );
     config.mock_profile = profile;
+    // Each case has a mock of its own: the cases share nothing and mostly wait.
+    config.parallel = 8;
     support::run_outcomes(config).await.into_iter().collect()
 }
 
@@ -66,17 +68,30 @@ fn moved(
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_freedom_alone_moves_no_must_verdict_of_any_embedded_case() {
+    use futures::StreamExt as _;
+
     let base = outcomes(MockProfile::default(), "profile-base").await;
     assert!(
         base.values()
             .all(|o| must(o) != Must::Broken && must(o) != Must::NoVerdict),
         "containerd's profile passes every embedded case"
     );
+    // The freedoms' runs, several at once: each on mocks of its own.
+    let runs: Vec<(Freedom, BTreeMap<String, CaseOutcome>)> =
+        futures::stream::iter(Freedom::VARIANTS.iter().copied())
+            .map(|freedom| async move {
+                let taken = tokio::spawn(outcomes(MockProfile::only(freedom), "profile-one"))
+                    .await
+                    .expect("the freedom's run finishes");
+                (freedom, taken)
+            })
+            .buffer_unordered(4)
+            .collect()
+            .await;
     let mut broken = Vec::new();
-    for &freedom in Freedom::VARIANTS {
-        let taken = outcomes(MockProfile::only(freedom), "profile-one").await;
+    for (freedom, taken) in runs {
         assert_eq!(taken.len(), base.len(), "{freedom}: the same cases ran");
         broken.extend(
             moved(&base, &taken)

@@ -139,10 +139,14 @@ enum Mutation {
     Inverted,
 }
 
-/// The suites with each case broken `mutation`'s way, and for each mutant its name and the
-/// step it must fail at (any check for `IgnoringSecurity`). One mutation per run: two mutants
-/// of one case would share its fixed host ports if they ran at once.
-fn mutants(suites: &[Suite], mutation: Mutation) -> (Vec<Suite>, Vec<(String, Option<usize>)>) {
+/// Of each mutant: its name, the step it must fail at (any check for `IgnoringSecurity`) and
+/// its case's clause.
+type Expected = Vec<(String, Option<usize>, Option<String>)>;
+
+/// The suites with each case broken `mutation`'s way, and what each mutant must do. One
+/// mutation per run: two mutants of one case would share its fixed host ports if they ran at
+/// once.
+fn mutants(suites: &[Suite], mutation: Mutation) -> (Vec<Suite>, Expected) {
     let mut expected = Vec::new();
     let mut out = Vec::new();
     for suite in suites {
@@ -154,7 +158,7 @@ fn mutants(suites: &[Suite], mutation: Mutation) -> (Vec<Suite>, Vec<(String, Op
                 Mutation::Inverted => inverted(case).map(|(c, index)| (c, Some(index))),
             };
             if let Some((broken, index)) = broken {
-                expected.push((broken.full_name(suite), index));
+                expected.push((broken.full_name(suite), index, broken.clause.clone()));
                 mutated.cases.push(broken);
             }
         }
@@ -219,7 +223,7 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
     assert_eq!(report.cases.len(), expected.len());
     let mut failed = 0;
     let mut live = Vec::new();
-    for (case, (name, index)) in report.cases.iter().zip(&expected) {
+    for (case, (name, index, clause)) in report.cases.iter().zip(&expected) {
         let name = format!("{name} ({mutation:?})");
         assert_eq!(format!("{} ({mutation:?})", case.full_name()), name);
         match &case.outcome {
@@ -246,12 +250,12 @@ async fn run_broken(endpoint: &Endpoint, suites: &[Suite], mutation: Mutation) -
             // Cases for a feature the host lacks (an LSM) skip broken as they skip whole.
             CaseOutcome::Skipped(_) => {}
             // A case at observed level (a rule the contract leaves to the runtime, such as the
-            // deprecated seccomp path) cannot fail: it catches the broken rule as a note at its
-            // clause, at a check (at the inverted step, for an inverted mutant).
+            // deprecated seccomp path) cannot fail: it catches the broken rule as a note at the
+            // case's clause, at a check (at the inverted step, for an inverted mutant).
             CaseOutcome::Passed => {
                 let caught = case.notes.iter().any(|note| {
                     note.level == Level::Observed
-                        && case.clause.as_deref() == Some(note.clause.as_str())
+                        && clause.as_deref() == Some(note.clause.as_str())
                         && noted_step(&note.message).is_some_and(|(at, step)| match index {
                             Some(index) => at == index + 1,
                             None => CHECKS.contains(&step),
