@@ -255,12 +255,19 @@ impl World {
         &self.images
     }
 
-    /// Pulls an image unless the runtime has it already.
+    /// Pulls an image unless the runtime has it already. The run's cases take turns, as the
+    /// kubelet pulls one image at a time by default (`serializeImagePulls`): a case never
+    /// pulls an image another case is pulling, or uses it while that pull updates it.
     pub(crate) async fn pull(&mut self, symbol: &str) -> Result<(), StepError> {
         let image = self.image(symbol);
         if self.pulled.contains(&image) {
             return Ok(());
         }
+        let run_pulled = self.run_pulled.clone();
+        let _turn = match &run_pulled {
+            Some(pulled) => Some(pulled.one_at_a_time().await),
+            None => None,
+        };
         // A runtime that already has the image answers ImageStatus without the registry.
         if self.runtime.image_status(&image).await?.is_none() {
             // Noted before the pull: a pull cut short (a signal) may still finish on the

@@ -12,6 +12,9 @@ use std::sync::{Mutex, PoisonError};
 pub struct PulledImages {
     images: Mutex<BTreeSet<String>>,
     record: Option<PathBuf>,
+    /// Held across a case's look-up and pull of an image it needs: the run pulls one image at a
+    /// time, as the kubelet does by default (`serializeImagePulls`).
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl PulledImages {
@@ -20,7 +23,13 @@ impl PulledImages {
         Self {
             images: Mutex::new(BTreeSet::new()),
             record,
+            turn: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Waits for the run's turn to pull, held until the guard drops.
+    pub async fn one_at_a_time(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn.lock().await
     }
 
     /// Notes an image the run pulled.
