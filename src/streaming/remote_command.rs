@@ -27,7 +27,15 @@ pub struct RemoteCommandInput {
     /// these bytes. An attach ends by itself only when the container does; this is how a
     /// client leaves a running one.
     pub detach_on_stdout: Option<Vec<u8>>,
+    /// The session has a terminal: the end of stdin is sent only after [`TERMINAL_STDIN_HOLD`]
+    /// (a command that ends sooner ends the session without it), as critest's client holds
+    /// its stdin open. A runtime may hang up a terminal as soon as its stdin ends, and with it
+    /// what the command had still to write there.
+    pub terminal: bool,
 }
+
+/// How long a terminal's stdin stays open after its bytes are sent.
+pub const TERMINAL_STDIN_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a command wrote, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +161,9 @@ where
         sink.send(binary(Channel::Stdin as u8, chunk)).await?;
     }
     if v5 {
+        if input.terminal {
+            tokio::time::sleep(TERMINAL_STDIN_HOLD).await;
+        }
         sink.send(binary(Channel::Close as u8, &[Channel::Stdin as u8]))
             .await?;
         *stdin_closed = true;

@@ -79,6 +79,7 @@ impl StepDef for Attach {
             stdin: self.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
             resize: sizes(&self.resize),
             detach_on_stdout: self.detach_on.as_ref().map(|s| s.as_bytes().to_vec()),
+            terminal: self.tty,
         };
         converse(world, answer, &input, self.within_ms, &self.expect).await
     }

@@ -278,6 +278,7 @@ impl StepDef for Exec {
             stdin: self.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
             resize: sizes(&self.resize),
             detach_on_stdout: None,
+            terminal: self.tty,
         };
         converse(world, answer, &input, self.within_ms, &self.expect).await
     }
