@@ -5,20 +5,15 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::MockRuntime;
 
-/// The time the mock's image calls take, in milliseconds as suites write it
-/// (`mock_latency: {pull_ms: 50, remove_ms: 100}`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The time the mock's image calls take, in milliseconds (a case's `mock_latency:` is read
+/// into one by the runner).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Latency {
     /// Pulling an image the mock does not hold.
-    #[serde(default)]
     pub pull_ms: u64,
     /// Removing an image the mock holds; a removal arriving meanwhile overlaps it.
-    #[serde(default)]
     pub remove_ms: u64,
 }
 
