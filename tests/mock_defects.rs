@@ -130,6 +130,29 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
         &["conformance-sandbox/list-and-status-filter-by-state-label-and-id-prefix"],
     ),
     (
+        Defect::StreamItemRepeated,
+        &[
+            "conformance-list-streaming/streamed-sandboxes-are-those-listed-each-once",
+            "conformance-list-streaming/streamed-containers-are-those-listed-each-once",
+            "conformance-list-streaming/streamed-container-stats-are-those-listed-each-once",
+            "conformance-list-streaming/streamed-sandbox-stats-are-those-listed-each-once",
+            "conformance-list-streaming/streamed-sandbox-metrics-are-those-listed-each-once",
+            "conformance-list-streaming/streamed-images-are-those-listed-each-once",
+        ],
+    ),
+    (
+        Defect::SandboxResourcesRefused,
+        &["conformance-runtime-features/a-running-pods-resources-are-taken-after-a-resize"],
+    ),
+    (
+        Defect::ImageFsWithoutUsage,
+        &["conformance-images/the-image-filesystem-reports-what-it-uses"],
+    ),
+    (
+        Defect::CheckpointArchiveMissing,
+        &["conformance-runtime-features/a-running-container-is-checkpointed-into-the-archive-asked-for"],
+    ),
+    (
         // Only every other mock made with it has it: the first one does, and this binary
         // makes no other mock with it before this row's.
         Defect::RacyStopOfExitedContainer,

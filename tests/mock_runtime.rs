@@ -4,7 +4,10 @@
 
 mod support;
 
+use std::time::Duration;
+
 use cri_harness::cri::{v1, CallError, CriClient};
+use cri_harness::mock::{Freedom, MockProfile, MockRuntime};
 use rstest::rstest;
 use support::{
     container_config, create_container, host_network, labels, mock, run_sandbox, sandbox_config,
@@ -777,33 +780,90 @@ async fn list_containers_items_match_their_status() {
     assert_eq!(client.list_containers(None).await.unwrap(), [expected]);
 }
 
-#[rstest]
-#[case::checkpoint_container("CheckpointContainer")]
-#[case::update_pod_sandbox_resources("UpdatePodSandboxResources")]
-#[case::stream_containers("StreamContainers")]
 #[tokio::test]
-async fn unmodelled_runtime_calls_are_unimplemented_by_name(#[case] method: &str) {
+async fn a_streamed_list_is_its_unary_twins_answer_filters_included() {
     let (_mock, client, _control) = mock().await;
-    let mut runtime = client.runtime_service();
-    let status = match method {
-        "CheckpointContainer" => runtime
-            .checkpoint_container(v1::CheckpointContainerRequest::default())
-            .await
-            .unwrap_err(),
-        "UpdatePodSandboxResources" => runtime
-            .update_pod_sandbox_resources(v1::UpdatePodSandboxResourcesRequest::default())
-            .await
-            .unwrap_err(),
-        "StreamContainers" => runtime
-            .stream_containers(v1::StreamContainersRequest::default())
-            .await
-            .map(|_| ())
-            .unwrap_err(),
-        other => panic!("no call for {other}"),
+    let mut sandboxes = Vec::new();
+    for name in ["a", "b", "c"] {
+        sandboxes.push(run_sandbox(&client, name).await);
+    }
+    let app = create_container(&client, &sandboxes[0], "a", "app").await;
+    let streamed: Vec<String> = client
+        .stream_pod_sandboxes(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|s| s.id)
+        .collect();
+    let listed: Vec<String> = client
+        .list_pod_sandbox(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(streamed, listed);
+    let by_sandbox = v1::ContainerFilter {
+        pod_sandbox_id: sandboxes[0].clone(),
+        ..Default::default()
     };
-    assert_eq!(status.code(), Code::Unimplemented);
-    assert_eq!(
-        status.message(),
-        format!("cri-harness mock does not implement RuntimeService/{method}")
-    );
+    let messages = client.stream_containers(Some(by_sandbox)).await.unwrap();
+    let ids: Vec<&str> = messages.iter().flatten().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, [app.as_str()]);
+    assert!(messages.iter().all(|m| !m.is_empty()));
+}
+
+#[tokio::test]
+async fn the_other_runtime_streams_one_item_per_message() {
+    let mock = MockRuntime::with_profile(MockProfile::only(Freedom::StreamOneItemPerMessage));
+    let channel = mock.duplex_channel().await.unwrap();
+    let client = CriClient::new(channel.clone(), channel, "mock", Duration::from_secs(10));
+    for name in ["a", "b"] {
+        run_sandbox(&client, name).await;
+    }
+    let messages = client.stream_pod_sandboxes(None).await.unwrap();
+    assert_eq!(messages.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
+}
+
+#[tokio::test]
+async fn sandbox_resources_are_taken_for_a_sandbox_the_mock_has_and_refused_for_another() {
+    let (_mock, client, _control) = mock().await;
+    let sandbox = run_sandbox(&client, "a").await;
+    let resources = v1::LinuxContainerResources {
+        cpu_shares: 512,
+        memory_limit_in_bytes: 1 << 28,
+        ..Default::default()
+    };
+    client
+        .update_pod_sandbox_resources(&sandbox, Some(Default::default()), Some(resources))
+        .await
+        .unwrap();
+    let err = client
+        .update_pod_sandbox_resources("nonexistent", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, Code::NotFound);
+}
+
+#[tokio::test]
+async fn a_checkpoint_of_a_running_container_is_an_archive_where_asked() {
+    let (_mock, client, _control) = mock().await;
+    let sandbox = run_sandbox(&client, "a").await;
+    let id = create_container(&client, &sandbox, "a", "app").await;
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("checkpoint.tar");
+    let shown = location.display().to_string();
+    // Not running yet: refused, and nothing written.
+    assert!(client.checkpoint_container(&id, &shown, 0).await.is_err());
+    assert!(!location.exists());
+    client.start_container(&id).await.unwrap();
+    client.checkpoint_container(&id, &shown, 0).await.unwrap();
+    let mut archive = tar::Archive::new(std::fs::File::open(&location).unwrap());
+    let names: Vec<String> = archive
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["checkpoint.json"]);
 }

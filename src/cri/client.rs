@@ -292,6 +292,32 @@ impl CriClient {
         .await
     }
 
+    /// [`CriClient::call`] for a CRIListStreaming RPC: the whole stream, to its end, within
+    /// one deadline (the kubelet times the entire stream and drops a partial one), answered as
+    /// the items of each message in the order they came. An error status on the stream, at
+    /// its start or after some messages, is the call's error.
+    async fn call_stream<Req, Msg, Item, Fut>(
+        &self,
+        method: &'static str,
+        request: Req,
+        send: impl FnOnce(Req) -> Fut,
+        items: fn(Msg) -> Vec<Item>,
+    ) -> Result<Vec<Vec<Item>>, CallError>
+    where
+        Req: RequestSummary,
+        Fut: Future<Output = Result<tonic::Response<tonic::Streaming<Msg>>, tonic::Status>>,
+    {
+        self.call(method, request, |r| async move {
+            let mut stream = send(r).await?.into_inner();
+            let mut messages = Vec::new();
+            while let Some(message) = stream.message().await? {
+                messages.push(items(message));
+            }
+            Ok(tonic::Response::new(messages))
+        })
+        .await
+    }
+
     /// `RuntimeService/Version`.
     pub async fn version(&self, version: &str) -> Result<v1::VersionResponse, CallError> {
         let mut client = self.runtime.clone();
@@ -591,6 +617,64 @@ impl CriClient {
         Ok(())
     }
 
+    /// `RuntimeService/UpdatePodSandboxResources`: the pod-level resources after a resize.
+    pub async fn update_pod_sandbox_resources(
+        &self,
+        pod_sandbox_id: &str,
+        overhead: Option<v1::LinuxContainerResources>,
+        resources: Option<v1::LinuxContainerResources>,
+    ) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::UpdatePodSandboxResourcesRequest {
+            pod_sandbox_id: pod_sandbox_id.to_owned(),
+            overhead,
+            resources,
+        };
+        self.call("UpdatePodSandboxResources", request, |r| async move {
+            client.update_pod_sandbox_resources(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/UpdateRuntimeConfig` with the node's pod CIDR, as the kubelet sends it.
+    pub async fn update_runtime_config(&self, pod_cidr: &str) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::UpdateRuntimeConfigRequest {
+            runtime_config: Some(v1::RuntimeConfig {
+                network_config: Some(v1::NetworkConfig {
+                    pod_cidr: pod_cidr.to_owned(),
+                }),
+            }),
+        };
+        self.call("UpdateRuntimeConfig", request, |r| async move {
+            client.update_runtime_config(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// `RuntimeService/CheckpointContainer` into `location`, within `timeout` seconds (0: the
+    /// runtime's default).
+    pub async fn checkpoint_container(
+        &self,
+        container_id: &str,
+        location: &str,
+        timeout: i64,
+    ) -> Result<(), CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::CheckpointContainerRequest {
+            container_id: container_id.to_owned(),
+            location: location.to_owned(),
+            timeout,
+        };
+        self.call("CheckpointContainer", request, |r| async move {
+            client.checkpoint_container(r).await
+        })
+        .await?;
+        Ok(())
+    }
+
     /// `RuntimeService/ReopenContainerLog`.
     pub async fn reopen_container_log(&self, container_id: &str) -> Result<(), CallError> {
         let mut client = self.runtime.clone();
@@ -761,6 +845,105 @@ impl CriClient {
         })
         .await?;
         Ok(())
+    }
+
+    /// `RuntimeService/StreamPodSandboxes`: the items of each message.
+    pub async fn stream_pod_sandboxes(
+        &self,
+        filter: Option<v1::PodSandboxFilter>,
+    ) -> Result<Vec<Vec<v1::PodSandbox>>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StreamPodSandboxesRequest { filter };
+        self.call_stream(
+            "StreamPodSandboxes",
+            request,
+            |r| async move { client.stream_pod_sandboxes(r).await },
+            |m| m.pod_sandboxes,
+        )
+        .await
+    }
+
+    /// `RuntimeService/StreamContainers`: the items of each message.
+    pub async fn stream_containers(
+        &self,
+        filter: Option<v1::ContainerFilter>,
+    ) -> Result<Vec<Vec<v1::Container>>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StreamContainersRequest { filter };
+        self.call_stream(
+            "StreamContainers",
+            request,
+            |r| async move { client.stream_containers(r).await },
+            |m| m.containers,
+        )
+        .await
+    }
+
+    /// `RuntimeService/StreamContainerStats`: the items of each message.
+    pub async fn stream_container_stats(
+        &self,
+        filter: Option<v1::ContainerStatsFilter>,
+    ) -> Result<Vec<Vec<v1::ContainerStats>>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StreamContainerStatsRequest { filter };
+        self.call_stream(
+            "StreamContainerStats",
+            request,
+            |r| async move { client.stream_container_stats(r).await },
+            |m| m.container_stats,
+        )
+        .await
+    }
+
+    /// `RuntimeService/StreamPodSandboxStats`: the items of each message.
+    pub async fn stream_pod_sandbox_stats(
+        &self,
+        filter: Option<v1::PodSandboxStatsFilter>,
+    ) -> Result<Vec<Vec<v1::PodSandboxStats>>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StreamPodSandboxStatsRequest { filter };
+        self.call_stream(
+            "StreamPodSandboxStats",
+            request,
+            |r| async move { client.stream_pod_sandbox_stats(r).await },
+            |m| m.pod_sandbox_stats,
+        )
+        .await
+    }
+
+    /// `RuntimeService/StreamPodSandboxMetrics`: the items of each message.
+    pub async fn stream_pod_sandbox_metrics(
+        &self,
+    ) -> Result<Vec<Vec<v1::PodSandboxMetrics>>, CallError> {
+        let mut client = self.runtime.clone();
+        let request = v1::StreamPodSandboxMetricsRequest {};
+        self.call_stream(
+            "StreamPodSandboxMetrics",
+            request,
+            |r| async move { client.stream_pod_sandbox_metrics(r).await },
+            |m| m.pod_sandbox_metrics,
+        )
+        .await
+    }
+
+    /// `ImageService/StreamImages`, optionally for one image: the items of each message.
+    pub async fn stream_images(
+        &self,
+        image: Option<&str>,
+    ) -> Result<Vec<Vec<v1::Image>>, CallError> {
+        let mut client = self.image.clone();
+        let request = v1::StreamImagesRequest {
+            filter: image.map(|image| v1::ImageFilter {
+                image: Some(image_spec(image)),
+            }),
+        };
+        self.call_stream(
+            "StreamImages",
+            request,
+            |r| async move { client.stream_images(r).await },
+            |m| m.images,
+        )
+        .await
     }
 
     /// `ImageService/ImageFsInfo`.

@@ -70,6 +70,14 @@ pub enum Defect {
     /// with this defect in the process (the first, the third, ...): the same calls break the
     /// contract in one run and not in the next, as a runtime's race does.
     RacyStopOfExitedContainer,
+    /// A streaming list sends its first item once more, in a message of its own at the end.
+    StreamItemRepeated,
+    /// UpdatePodSandboxResources answers that the sandbox is not running, even for a READY one.
+    SandboxResourcesRefused,
+    /// ImageFsInfo answers its image filesystem without the bytes it uses.
+    ImageFsWithoutUsage,
+    /// CheckpointContainer answers success and writes no archive.
+    CheckpointArchiveMissing,
 }
 
 impl Defect {
@@ -99,6 +107,10 @@ impl Defect {
         Defect::ListContainerStatsIgnoresLabelFilter,
         Defect::ListSandboxDropsStateFilter,
         Defect::RacyStopOfExitedContainer,
+        Defect::StreamItemRepeated,
+        Defect::SandboxResourcesRefused,
+        Defect::ImageFsWithoutUsage,
+        Defect::CheckpointArchiveMissing,
     ];
 
     /// The defects a new mock made with `asked` has: [`Defect::RacyStopOfExitedContainer`]

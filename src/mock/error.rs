@@ -252,6 +252,14 @@ pub(crate) enum RpcError {
         /// The container id.
         id: String,
     },
+    /// CheckpointContainer could not write its archive.
+    #[error("cannot write the checkpoint archive {location}: {problem}")]
+    CheckpointWrite {
+        /// The location asked for.
+        location: String,
+        /// Why.
+        problem: String,
+    },
     /// UpdateRuntimeConfig with a pod CIDR that is no CIDR, worded as containerd 1.6 words it.
     #[error("get routes: invalid CIDR address: {cidr}")]
     InvalidPodCidr {
@@ -314,14 +322,6 @@ pub(crate) enum RpcError {
         method: &'static str,
         /// Why, as text (the I/O error is not `Clone`).
         reason: String,
-    },
-    /// A call the mock does not model.
-    #[error("cri-harness mock does not implement {service}/{method}")]
-    Unimplemented {
-        /// "RuntimeService" or "ImageService".
-        service: &'static str,
-        /// Short method name.
-        method: &'static str,
     },
     /// The other-runtime profile: a request lacks fields the kubelet always sets.
     #[error("{method}: {missing}")]
@@ -454,6 +454,7 @@ impl From<RpcError> for tonic::Status {
             | RpcError::NoTaskMetrics { .. }
             | RpcError::ContainerNotRunning { .. }
             | RpcError::InvalidPodCidr { .. }
+            | RpcError::CheckpointWrite { .. }
             | RpcError::GroupWithoutUser { .. }
             | RpcError::ProcessRefused { .. }
             | RpcError::StreamNotRunning { .. }
@@ -464,7 +465,6 @@ impl From<RpcError> for tonic::Status {
             RpcError::TooManyStreams => Code::ResourceExhausted,
             RpcError::ExecTimeout { .. } => Code::DeadlineExceeded,
             RpcError::StreamingServer { .. } => Code::Internal,
-            RpcError::Unimplemented { .. } => Code::Unimplemented,
             RpcError::AlreadyExists { .. } => Code::AlreadyExists,
             RpcError::NotExiting { .. } => Code::FailedPrecondition,
         };
@@ -487,7 +487,6 @@ mod tests {
     #[case::reserved_name(RpcError::SandboxNameReserved { name: "n".into(), holder: "h".into() }, Code::Unknown)]
     #[case::wrong_state(RpcError::ContainerInState { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
     #[case::group_without_user(RpcError::GroupWithoutUser { group: 1002 }, Code::Unknown)]
-    #[case::unmodelled(RpcError::Unimplemented { service: "RuntimeService", method: "Exec" }, Code::Unimplemented)]
     #[case::exec_stopped(RpcError::StreamNotRunning { id: "x".into(), state: "CONTAINER_EXITED" }, Code::Unknown)]
     #[case::exec_no_streams(RpcError::NoStreams { method: "Exec" }, Code::InvalidArgument)]
     #[case::exec_unknown(RpcError::ExecContainerNotFound { id: "x".into() }, Code::NotFound)]

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
+use super::list_stream::{self, ListStream};
 use super::{Defect, Freedom, Inner, MockRuntime};
 use crate::cri::v1;
 use crate::images::{self, Reference, TestImage};
@@ -503,9 +504,11 @@ fn image_fs_info(
         fs_id: Some(v1::FilesystemIdentifier {
             mountpoint: IMAGE_FS_MOUNTPOINT.to_owned(),
         }),
-        used_bytes: Some(v1::UInt64Value {
-            value: count * IMAGE_SIZE,
-        }),
+        used_bytes: (!MockRuntime::has(inner, Defect::ImageFsWithoutUsage)).then_some(
+            v1::UInt64Value {
+                value: count * IMAGE_SIZE,
+            },
+        ),
         inodes_used: Some(v1::UInt64Value {
             value: count * IMAGE_INODES,
         }),
@@ -525,20 +528,18 @@ impl v1::image_service_server::ImageService for MockImageService {
         self.0.dispatch("ListImages", request, list_images).await
     }
 
-    type StreamImagesStream = std::pin::Pin<
-        Box<dyn futures::Stream<Item = Result<v1::StreamImagesResponse, Status>> + Send + 'static>,
-    >;
+    type StreamImagesStream = ListStream<v1::StreamImagesResponse>;
 
     async fn stream_images(
         &self,
         request: Request<v1::StreamImagesRequest>,
     ) -> Result<Response<Self::StreamImagesStream>, Status> {
         self.0
-            .dispatch("StreamImages", request, |_, _| {
-                Err(RpcError::Unimplemented {
-                    service: "ImageService",
-                    method: "StreamImages",
-                })
+            .dispatch("StreamImages", request, |inner, r| {
+                let items = list_images(inner, v1::ListImagesRequest { filter: r.filter })?.images;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamImagesResponse { images: batch }
+                }))
             })
             .await
     }

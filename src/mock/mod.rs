@@ -18,6 +18,7 @@ mod image_service;
 mod index;
 mod kubelet_wire;
 mod latency;
+mod list_stream;
 mod metrics;
 mod mounts;
 mod oom;

@@ -87,6 +87,8 @@ pub enum Freedom {
     SeccompProfilePathIgnored,
     /// A new network namespace reads `net.ipv4.ip_unprivileged_port_start` 0.
     UnprivilegedPortStartZero,
+    /// A streaming list sends one item per message.
+    StreamOneItemPerMessage,
 }
 
 impl Freedom {

@@ -1,19 +1,16 @@
 //! `runtime.v1.RuntimeService` on the mock: sandbox and container lifecycles with containerd
-//! 1.6's answers where CRI leaves room (see the containerd facts); everything it does not model
-//! answers Unimplemented with the method's name.
+//! 1.6's answers where CRI leaves room (see the containerd facts), and every RPC past them
+//! (the streaming lists, pod resources, checkpoints) by the contract alone.
 
-use std::pin::Pin;
-
-use futures::Stream;
 use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::error::RpcError;
 use super::events::{self, Kind};
-use super::faults::FaultTarget;
 use super::image_service::find_image;
 use super::index::{Filter, Key};
 use super::kubelet_wire;
+use super::list_stream::{self, ListStream};
 use super::process::{self, Identity};
 use super::state::{container_name, is_host_network, sandbox_name, selector, Process};
 use super::{
@@ -21,12 +18,9 @@ use super::{
     Inner, MockRuntime,
 };
 use crate::cri::v1;
-use crate::cri::RequestSummary;
 
 use v1::ContainerState::{ContainerCreated, ContainerExited, ContainerRunning, ContainerUnknown};
 use v1::PodSandboxState::{SandboxNotready, SandboxReady};
-
-const SERVICE: &str = "RuntimeService";
 
 /// Exit code of the modelled process when killed (128 + SIGKILL).
 const KILLED_EXIT_CODE: i32 = 137;
@@ -38,33 +32,9 @@ const ADDED_SANDBOX_LABEL: (&str, &str) = ("io.kubernetes.container.name", "POD"
 /// The label the other-runtime profile adds to every container.
 const ADDED_CONTAINER_LABEL: (&str, &str) = ("io.cri-harness.mock/profile", "other-runtime");
 
-/// The stream type of every server-streaming RPC (all unmodelled).
-type Streaming<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
-
 /// Serves RuntimeService from a mock's shared state.
 #[derive(Debug, Clone)]
 pub(crate) struct MockRuntimeService(pub(crate) MockRuntime);
-
-impl MockRuntimeService {
-    /// Logs and answers a call the mock does not model.
-    async fn unmodelled<
-        Req: RequestSummary + FaultTarget + Send + 'static,
-        Resp: Send + 'static,
-    >(
-        &self,
-        method: &'static str,
-        request: Request<Req>,
-    ) -> Result<Response<Resp>, Status> {
-        self.0
-            .dispatch(method, request, |_, _| {
-                Err(RpcError::Unimplemented {
-                    service: SERVICE,
-                    method,
-                })
-            })
-            .await
-    }
-}
 
 fn version(
     inner: &mut Inner,
@@ -820,20 +790,66 @@ fn reopen_container_log(
     Ok(v1::ReopenContainerLogResponse {})
 }
 
+fn checkpoint_container(
+    inner: &mut Inner,
+    request: v1::CheckpointContainerRequest,
+) -> Result<v1::CheckpointContainerResponse, RpcError> {
+    let key = inner.state.find_container(&request.container_id)?;
+    let status = &inner.state.containers[key].status;
+    if status.state != ContainerRunning as i32 {
+        return Err(RpcError::ContainerNotRunning {
+            id: status.id.clone(),
+        });
+    }
+    if MockRuntime::has(inner, Defect::CheckpointArchiveMissing) {
+        return Ok(v1::CheckpointContainerResponse {});
+    }
+    // The mock runs no process, so its checkpoint is a record of the container, archived
+    // where the caller asked (on the caller's own host, as the mock serves there).
+    let record = serde_json::json!({
+        "checkpointedBy": "cri-harness mock",
+        "container": request.container_id,
+    })
+    .to_string();
+    write_checkpoint(&request.location, record.as_bytes()).map_err(|err| {
+        RpcError::CheckpointWrite {
+            location: request.location.clone(),
+            problem: err.to_string(),
+        }
+    })?;
+    Ok(v1::CheckpointContainerResponse {})
+}
+
+/// Writes a tar archive of one file, `checkpoint.json`, at `location`.
+fn write_checkpoint(location: &str, record: &[u8]) -> std::io::Result<()> {
+    let file = std::fs::File::create(location)?;
+    let mut archive = tar::Builder::new(file);
+    let mut header = tar::Header::new_gnu();
+    header.set_size(record.len() as u64);
+    header.set_mode(0o600);
+    header.set_cksum();
+    archive.append_data(&mut header, "checkpoint.json", record)?;
+    archive.into_inner()?.sync_all()
+}
+
+fn update_pod_sandbox_resources(
+    inner: &mut Inner,
+    request: v1::UpdatePodSandboxResourcesRequest,
+) -> Result<v1::UpdatePodSandboxResourcesResponse, RpcError> {
+    let key = inner.state.find_sandbox(&request.pod_sandbox_id)?;
+    // The kubelet has already resized the pod's cgroups; the runtime only learns the figures
+    // (for its own use: a VM's size, an NRI plugin), and the mock has no use for them.
+    if MockRuntime::has(inner, Defect::SandboxResourcesRefused) {
+        return Err(RpcError::SandboxNotRunning {
+            id: inner.state.sandboxes[key].status.id.clone(),
+        });
+    }
+    Ok(v1::UpdatePodSandboxResourcesResponse {})
+}
+
 /// True for an IPv4 or IPv6 CIDR such as `10.244.0.0/24`, as Go's `net.ParseCIDR` accepts.
-fn is_cidr(cidr: &str) -> bool {
-    let Some((address, bits)) = cidr.split_once('/') else {
-        return false;
-    };
-    let max = match address.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(_)) => 32,
-        Ok(std::net::IpAddr::V6(_)) => 128,
-        Err(_) => return false,
-    };
-    !bits.is_empty()
-        && bits.len() <= 3
-        && bits.bytes().all(|b| b.is_ascii_digit())
-        && bits.parse::<u32>().is_ok_and(|bits| bits <= max)
+pub(crate) fn is_cidr(cidr: &str) -> bool {
+    cidr.parse::<ipnet::IpNet>().is_ok()
 }
 
 fn update_runtime_config(
@@ -911,13 +927,23 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
             .await
     }
 
-    type StreamPodSandboxesStream = Streaming<v1::StreamPodSandboxesResponse>;
+    type StreamPodSandboxesStream = ListStream<v1::StreamPodSandboxesResponse>;
 
     async fn stream_pod_sandboxes(
         &self,
         request: Request<v1::StreamPodSandboxesRequest>,
     ) -> Result<Response<Self::StreamPodSandboxesStream>, Status> {
-        self.unmodelled("StreamPodSandboxes", request).await
+        self.0
+            .dispatch("StreamPodSandboxes", request, |inner, r| {
+                let items =
+                    list_pod_sandbox(inner, v1::ListPodSandboxRequest { filter: r.filter })?.items;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamPodSandboxesResponse {
+                        pod_sandboxes: batch,
+                    }
+                }))
+            })
+            .await
     }
 
     async fn create_container(
@@ -965,13 +991,21 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
             .await
     }
 
-    type StreamContainersStream = Streaming<v1::StreamContainersResponse>;
+    type StreamContainersStream = ListStream<v1::StreamContainersResponse>;
 
     async fn stream_containers(
         &self,
         request: Request<v1::StreamContainersRequest>,
     ) -> Result<Response<Self::StreamContainersStream>, Status> {
-        self.unmodelled("StreamContainers", request).await
+        self.0
+            .dispatch("StreamContainers", request, |inner, r| {
+                let items = list_containers(inner, v1::ListContainersRequest { filter: r.filter })?
+                    .containers;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamContainersResponse { containers: batch }
+                }))
+            })
+            .await
     }
 
     async fn container_status(
@@ -1061,13 +1095,26 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
             .await
     }
 
-    type StreamContainerStatsStream = Streaming<v1::StreamContainerStatsResponse>;
+    type StreamContainerStatsStream = ListStream<v1::StreamContainerStatsResponse>;
 
     async fn stream_container_stats(
         &self,
         request: Request<v1::StreamContainerStatsRequest>,
     ) -> Result<Response<Self::StreamContainerStatsStream>, Status> {
-        self.unmodelled("StreamContainerStats", request).await
+        self.0
+            .dispatch("StreamContainerStats", request, |inner, r| {
+                let items = stats::list_container_stats(
+                    inner,
+                    v1::ListContainerStatsRequest { filter: r.filter },
+                )?
+                .stats;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamContainerStatsResponse {
+                        container_stats: batch,
+                    }
+                }))
+            })
+            .await
     }
 
     async fn pod_sandbox_stats(
@@ -1092,13 +1139,26 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
             .await
     }
 
-    type StreamPodSandboxStatsStream = Streaming<v1::StreamPodSandboxStatsResponse>;
+    type StreamPodSandboxStatsStream = ListStream<v1::StreamPodSandboxStatsResponse>;
 
     async fn stream_pod_sandbox_stats(
         &self,
         request: Request<v1::StreamPodSandboxStatsRequest>,
     ) -> Result<Response<Self::StreamPodSandboxStatsStream>, Status> {
-        self.unmodelled("StreamPodSandboxStats", request).await
+        self.0
+            .dispatch("StreamPodSandboxStats", request, |inner, r| {
+                let items = stats::list_pod_sandbox_stats(
+                    inner,
+                    v1::ListPodSandboxStatsRequest { filter: r.filter },
+                )?
+                .stats;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamPodSandboxStatsResponse {
+                        pod_sandbox_stats: batch,
+                    }
+                }))
+            })
+            .await
     }
 
     async fn update_runtime_config(
@@ -1121,7 +1181,9 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::CheckpointContainerRequest>,
     ) -> Result<Response<v1::CheckpointContainerResponse>, Status> {
-        self.unmodelled("CheckpointContainer", request).await
+        self.0
+            .dispatch("CheckpointContainer", request, checkpoint_container)
+            .await
     }
 
     type GetContainerEventsStream = events::EventStream;
@@ -1161,13 +1223,24 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
             .await
     }
 
-    type StreamPodSandboxMetricsStream = Streaming<v1::StreamPodSandboxMetricsResponse>;
+    type StreamPodSandboxMetricsStream = ListStream<v1::StreamPodSandboxMetricsResponse>;
 
     async fn stream_pod_sandbox_metrics(
         &self,
         request: Request<v1::StreamPodSandboxMetricsRequest>,
     ) -> Result<Response<Self::StreamPodSandboxMetricsStream>, Status> {
-        self.unmodelled("StreamPodSandboxMetrics", request).await
+        self.0
+            .dispatch("StreamPodSandboxMetrics", request, |inner, _| {
+                let items =
+                    metrics::list_pod_sandbox_metrics(inner, v1::ListPodSandboxMetricsRequest {})?
+                        .pod_metrics;
+                Ok(list_stream::stream(inner, items, |batch| {
+                    v1::StreamPodSandboxMetricsResponse {
+                        pod_sandbox_metrics: batch,
+                    }
+                }))
+            })
+            .await
     }
 
     async fn runtime_config(
@@ -1183,6 +1256,12 @@ impl v1::runtime_service_server::RuntimeService for MockRuntimeService {
         &self,
         request: Request<v1::UpdatePodSandboxResourcesRequest>,
     ) -> Result<Response<v1::UpdatePodSandboxResourcesResponse>, Status> {
-        self.unmodelled("UpdatePodSandboxResources", request).await
+        self.0
+            .dispatch(
+                "UpdatePodSandboxResources",
+                request,
+                update_pod_sandbox_resources,
+            )
+            .await
     }
 }

@@ -1,5 +1,5 @@
-//! Call-log summaries for the CRI requests the typed client never sends (the mock answers them
-//! Unimplemented, but still logs them): the id they name, or nothing.
+//! Call-log summaries for the CRI requests the mock's call log names by an id, or by nothing,
+//! and for the streaming lists, summarised as their unary twins.
 
 use crate::cri::v1;
 use crate::cri::RequestSummary;

@@ -195,6 +195,14 @@ pub enum Need {
     /// ListMetricDescriptors and ListPodSandboxMetrics; Unimplemented means the runtime lacks
     /// them.
     PodSandboxMetrics,
+    /// The CRIListStreaming RPCs (StreamPodSandboxes and the other Stream* lists), alpha in
+    /// the kubelet v1.36; Unimplemented means the runtime lacks them.
+    ListStreaming,
+    /// UpdatePodSandboxResources, which the kubelet calls best effort after a pod resize;
+    /// Unimplemented means the runtime lacks it.
+    SandboxResources,
+    /// CheckpointContainer; Unimplemented means the runtime lacks it.
+    Checkpoint,
     /// Image volumes (`Mount.image`); a CreateContainer answered Unimplemented means the
     /// runtime lacks them.
     ImageVolumes,
@@ -220,6 +228,9 @@ impl Need {
             Need::RuntimeConfig => "runtime_config",
             Need::ContainerEvents => "container_events",
             Need::PodSandboxMetrics => "pod_sandbox_metrics",
+            Need::ListStreaming => "list_streaming",
+            Need::SandboxResources => "sandbox_resources",
+            Need::Checkpoint => "checkpoint",
             Need::ImageVolumes => "image_volumes",
             Need::DockerHubNames => "docker_hub_names",
         }
@@ -242,6 +253,16 @@ impl Need {
             Need::RuntimeConfig => &["RuntimeConfig"],
             Need::ContainerEvents => &["GetContainerEvents"],
             Need::PodSandboxMetrics => &["ListMetricDescriptors", "ListPodSandboxMetrics"],
+            Need::SandboxResources => &["UpdatePodSandboxResources"],
+            Need::Checkpoint => &["CheckpointContainer"],
+            Need::ListStreaming => &[
+                "StreamPodSandboxes",
+                "StreamContainers",
+                "StreamContainerStats",
+                "StreamPodSandboxStats",
+                "StreamPodSandboxMetrics",
+                "StreamImages",
+            ],
             Need::ImageVolumes => &["CreateContainer"],
             _ => &[],
         }
