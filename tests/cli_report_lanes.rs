@@ -86,6 +86,7 @@ fn report(lane: Lane, failing: &[&str]) -> RunReport {
             attempts: 1,
             failures: Vec::new(),
             stopped: None,
+            rpcs: Vec::new(),
         })
         .collect();
     RunReport {

@@ -125,6 +125,7 @@ mod tests {
             attempts: 1,
             failures: Vec::new(),
             stopped: None,
+            rpcs: Vec::new(),
         }
     }
 

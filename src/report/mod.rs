@@ -12,6 +12,7 @@ use self::model::{AttemptFailure, CaseOutcome, CaseReport, RunReport, SnapshotSt
 
 pub mod attempts;
 pub mod bench;
+pub mod coverage;
 pub mod diff;
 pub mod history;
 pub mod lane;
@@ -514,6 +515,7 @@ mod tests {
             attempts: 1,
             failures: Vec::new(),
             stopped: None,
+            rpcs: Vec::new(),
         }
     }
 

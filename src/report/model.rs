@@ -286,6 +286,10 @@ pub struct CaseReport {
     /// The step its steps stopped at, if they stopped early (reports of older runs have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StepStop>,
+    /// The CRI methods its steps called, each once, sorted, as the mock received them (runs
+    /// on the mock only; the RPC coverage table is made from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpcs: Vec<String>,
 }
 
 /// One attempt of a case run more than once that failed (its verdict fails a run).
@@ -676,6 +680,7 @@ mod tests {
                     kind: StopKind::Expectation,
                     error: "a must clause broke".into(),
                 }),
+                rpcs: Vec::new(),
             })
             .collect();
         RunReport {

@@ -450,6 +450,7 @@ async fn run_attempt(
         notes,
         cleanup,
         stopped,
+        rpcs,
     } = timing::scope(
         spent.clone(),
         Box::pin(case_outcome(shared, suite, case, isolation, attempt)),
@@ -481,6 +482,7 @@ async fn run_attempt(
         attempts: 1,
         failures: Vec::new(),
         stopped,
+        rpcs,
     };
     if let Some(known) = &shared.config.known {
         let (name, version) = &shared.runtime;
@@ -545,6 +547,8 @@ struct Outcome {
     cleanup: Duration,
     /// Where its steps stopped early, if they did.
     stopped: Option<StepStop>,
+    /// The CRI methods its steps called, as the mock received them (mock runs only).
+    rpcs: Vec<String>,
 }
 
 impl Outcome {
@@ -557,6 +561,7 @@ impl Outcome {
             notes: Vec::new(),
             cleanup: Duration::ZERO,
             stopped: None,
+            rpcs: Vec::new(),
         }
     }
 }
@@ -777,6 +782,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         }
     }
     let env_dir = env.host_dir.clone();
+    let control = env.control.clone();
     let mut run = CaseRun::new(case, env, &config.run_id, number);
     let at = |index: usize, kind: StopKind, error: String| StepStop {
         step: index + 1,
@@ -853,6 +859,10 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         setup = stop.setup;
     }
 
+    let rpcs = match control {
+        Some(control) => called_methods(control).await,
+        None => Vec::new(),
+    };
     let selector = cleanup::Selector {
         run_id: Some(config.run_id.clone()),
         case: Some(number),
@@ -926,6 +936,7 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         notes: notes.clone(),
         cleanup,
         stopped: stopped.clone(),
+        rpcs: rpcs.clone(),
     };
     if interrupted {
         // No verdict on the runtime: where the signal caught the case, and what its cleanup
@@ -1075,6 +1086,19 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
 
 /// The clause a leak breaks: what a case made, the runtime's stop and remove must release.
 pub const LEAK_CLAUSE: &str = "sandbox.remove.releases-everything";
+
+/// The CRI methods the case's mock received so far, each once, sorted: what its steps called,
+/// read before the cleanup adds its own calls.
+async fn called_methods(mut control: MockControlClient<tonic::transport::Channel>) -> Vec<String> {
+    let request = crate::cri::control::GetCallLogRequest { clear: false };
+    let calls = match control.get_call_log(request).await {
+        Ok(answer) => answer.into_inner().calls,
+        Err(_) => return Vec::new(),
+    };
+    let methods: std::collections::BTreeSet<String> =
+        calls.into_iter().map(|call| call.method).collect();
+    methods.into_iter().collect()
+}
 
 /// The need a case declares whose feature the runtime answered Unimplemented for.
 fn lacked_feature(case: &Case, unimplemented: Option<&'static str>) -> Option<Need> {

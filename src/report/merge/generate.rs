@@ -110,6 +110,7 @@ pub fn node_reports(n: usize, cases: &[(String, String)]) -> Vec<RunReport> {
                         attempts: 1,
                         failures: Vec::new(),
                         stopped: None,
+                        rpcs: Vec::new(),
                     }
                 })
                 .collect();
