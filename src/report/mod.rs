@@ -244,6 +244,22 @@ pub fn epilogue(report: &RunReport, clean_with: Option<&str>) -> String {
             let _ = writeln!(out, "  {}", case.full_name());
         }
     }
+    // The cases that fail the run, again, next to the counts: the per-case lines of a long
+    // parallel run are far above, and a CI log is often kept only from its tail.
+    let failing: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c.outcome.verdict().fails()
+                || (report.strict && c.outcome.verdict() == Verdict::Warning)
+        })
+        .collect();
+    if !failing.is_empty() {
+        let _ = writeln!(out, "\n{} cases fail the run:", failing.len());
+        for case in failing {
+            let _ = writeln!(out, "  {}", case_line(case));
+        }
+    }
     let _ = writeln!(out, "{}", verdict_line(report));
     let _ = writeln!(out, "{}", summary_line(report));
     let _ = writeln!(
@@ -610,6 +626,32 @@ mod tests {
         assert!(epilogue(&report, None)
             .lines()
             .any(|l| l == "2 passed, 1 failed, 1 skipped"));
+    }
+
+    #[test]
+    fn the_cases_that_fail_the_run_are_listed_again_above_the_counts() {
+        let failing = report(vec![
+            case("s", "a", CaseOutcome::Failed("ip: expected none".into())),
+            case("s", "b", CaseOutcome::Passed),
+            case("s", "c", CaseOutcome::Error("setup failed".into())),
+            case("s", "d", CaseOutcome::skipped(SkipWhy::NotRun, "y")),
+        ]);
+        let text = epilogue(&failing, None);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == "2 cases fail the run:")
+            .expect("the list's heading");
+        assert!(
+            lines[at + 1].starts_with("  FAIL s/a ")
+                && lines[at + 1].ends_with("ip: expected none")
+        );
+        assert!(
+            lines[at + 2].starts_with("  ERROR s/c ") && lines[at + 2].ends_with("setup failed")
+        );
+        assert!(lines[at + 3].starts_with("verdicts: "));
+        let passing = report(vec![case("s", "a", CaseOutcome::Passed)]);
+        assert!(!epilogue(&passing, None).contains("fail the run"));
     }
 
     #[test]
