@@ -122,21 +122,23 @@ async fn image_fs_info_counts_the_pulled_images() {
 }
 
 #[tokio::test]
-async fn stream_images_is_unimplemented_by_name() {
+async fn stream_images_answers_what_list_images_lists_each_once() {
     let (_mock, client, _control) = mock().await;
-    let status = client
-        .image_service()
-        .stream_images(v1::StreamImagesRequest::default())
+    client.pull_image("nginx").await.unwrap();
+    client.pull_image("busybox").await.unwrap();
+    let listed: Vec<String> = client
+        .list_images(None)
         .await
-        .map(|_| ())
-        .unwrap_err();
-    assert_eq!(
-        (status.code(), status.message()),
-        (
-            Code::Unimplemented,
-            "cri-harness mock does not implement ImageService/StreamImages"
-        )
-    );
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    let messages = client.stream_images(None).await.unwrap();
+    assert!(messages.iter().all(|m| !m.is_empty()));
+    let streamed: Vec<String> = messages.into_iter().flatten().map(|i| i.id).collect();
+    assert_eq!(streamed, listed);
+    let one = client.stream_images(Some("nginx")).await.unwrap();
+    assert_eq!(one.iter().flatten().count(), 1);
 }
 
 #[tokio::test]
