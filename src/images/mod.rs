@@ -39,8 +39,8 @@ pub const APPLETS: &[&str] = &[
     "dirname", "du", "echo", "env", "expr", "false", "find", "grep", "head", "hostname", "httpd",
     "id", "ip", "kill", "ln", "ls", "mkdir", "mkfifo", "mktemp", "mount", "mv", "nproc", "printf",
     "ps", "pwd", "readlink", "rm", "rmdir", "sed", "seq", "sh", "sleep", "sort", "stat", "sync",
-    "tail", "tee", "test", "timeout", "touch", "tr", "true", "umount", "uname", "uniq", "wc",
-    "which", "xargs", "yes",
+    "tail", "tee", "test", "timeout", "top", "touch", "tr", "true", "umount", "uname", "uniq",
+    "wc", "which", "xargs", "yes",
 ];
 
 /// One image the suites use, under the public reference the suites name it by.
@@ -116,6 +116,46 @@ pub enum Rootfs {
     /// Also the user `default-user` (uid 1000, gid 1000), whom the image's /etc/group puts in
     /// `group-defined-in-image` (gid 50000), as critest's `test-image-predefined-group`.
     PredefinedGroup,
+    /// Also a page to serve, `/www/index.html` ([`WEB_ROOT`]), for the web server images
+    /// critest names (nginx, httpd): busybox's `httpd` serves it with status 200.
+    WebServer,
+}
+
+/// Where a [`Rootfs::WebServer`] image keeps the page its server serves.
+pub const WEB_ROOT: &str = "/www";
+
+/// The config of a web server image critest names: it says on its log that it serves, as
+/// critest's multi-container spec reads "httpd" from the server's log, then becomes busybox's
+/// `httpd` in the foreground on `port`, serving [`WEB_ROOT`].
+macro_rules! web_server {
+    ($port:literal) => {
+        &[
+            "/bin/sh",
+            "-c",
+            concat!(
+                "echo httpd: serving /www on port ",
+                $port,
+                "; exec httpd -f -p ",
+                $port,
+                " -h /www"
+            ),
+        ]
+    };
+}
+
+/// A web server image critest v1.36.0 names, serving on `port` (a `web_server!` entrypoint).
+const fn web_image(
+    name: &'static str,
+    reference: &'static str,
+    entrypoint: &'static [&'static str],
+    purpose: &'static str,
+) -> TestImage {
+    TestImage {
+        entrypoint,
+        cmd: &[],
+        rootfs: Rootfs::WebServer,
+        ..case_image(name, reference, purpose)
+    }
 }
 
 /// A case image whose config names a user, as critest's `test-image-user-*` do.
@@ -130,7 +170,7 @@ const fn user_image(name: &'static str, reference: &'static str, user: &'static 
     }
 }
 
-static CATALOGUE: [TestImage; 29] = [
+static CATALOGUE: [TestImage; 33] = [
     TestImage {
         name: "pause",
         reference: "registry.k8s.io/pause:3.9",
@@ -231,6 +271,32 @@ static CATALOGUE: [TestImage; 29] = [
             "NoNewPrivs: a setuid-root checker prints the effective uid it gets",
         )
     },
+    // critest v1.36.0's own images, so critest runs against the mock, and against a runtime
+    // that pulls from the harness's registry, as it does online (`pkg/validate/consts.go`,
+    // `multi_container_linux.go` and the framework's default test container image).
+    case_image(
+        "critest-busybox",
+        "registry.k8s.io/e2e-test-images/busybox:1.29-2",
+        "critest v1.36.0's test containers: the same busybox under the tag critest names",
+    ),
+    web_image(
+        "critest-nginx",
+        "registry.k8s.io/e2e-test-images/nginx:1.14-2",
+        web_server!("80"),
+        "critest v1.36.0's networking and port-forward specs: a web server on port 80",
+    ),
+    web_image(
+        "critest-httpd",
+        "registry.k8s.io/e2e-test-images/httpd:2.4.39-4",
+        web_server!("80"),
+        "critest v1.36.0's multi-container specs: a web server on port 80 that logs `httpd`",
+    ),
+    web_image(
+        "critest-hostnet-nginx",
+        critest!("hostnet-nginx-amd64:latest"),
+        web_server!("12003"),
+        "critest v1.36.0's port forward in the host network: a web server on port 12003",
+    ),
     // The harness's own images: no public registry has them, so they live under `localhost`.
     case_image(
         "harness-digest",

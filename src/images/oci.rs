@@ -11,7 +11,26 @@ use sha2::{Digest, Sha256};
 use super::nnp::{self, NNP_MODE, NNP_PATH};
 use super::platform::{self, Platform};
 use super::tar::TarTree;
-use super::{ImageError, Rootfs, TestImage, APPLETS, IMAGE_PATH};
+use super::{ImageError, Rootfs, TestImage, APPLETS, IMAGE_PATH, WEB_ROOT};
+
+/// Where every image has `pgrep`, which critest's commands run and Debian's busybox-static
+/// lacks as an applet.
+pub(crate) const PGREP_PATH: &str = "bin/pgrep";
+
+/// `pgrep NAME`: the ids of the processes named NAME, from `/proc/*/comm`; status 1 when none.
+const PGREP_SCRIPT: &[u8] = b"#!/bin/sh
+# pgrep NAME: the ids of the processes named NAME (busybox-static has no pgrep applet).
+[ $# -eq 1 ] || { echo 'usage: pgrep NAME' >&2; exit 2; }
+status=1
+for dir in /proc/[0-9]*; do
+    read -r name < \"$dir/comm\" 2>/dev/null || continue
+    if [ \"$name\" = \"$1\" ]; then echo \"${dir#/proc/}\"; status=0; fi
+done
+exit $status
+";
+
+/// The page a web server image serves.
+const WEB_PAGE: &[u8] = b"<html><body>cri-harness test page</body></html>\n";
 
 /// OCI media types of the documents and the layer this writer produces.
 const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -37,7 +56,7 @@ impl Rootfs {
     pub fn passwd(self) -> String {
         match self {
             Rootfs::PredefinedGroup => format!("{PASSWD}{PREDEFINED_PASSWD}"),
-            Rootfs::Busybox | Rootfs::NoNewPrivs => PASSWD.to_owned(),
+            Rootfs::Busybox | Rootfs::NoNewPrivs | Rootfs::WebServer => PASSWD.to_owned(),
         }
     }
 
@@ -45,7 +64,7 @@ impl Rootfs {
     pub fn group(self) -> String {
         match self {
             Rootfs::PredefinedGroup => format!("{GROUP}{PREDEFINED_GROUP}"),
-            Rootfs::Busybox | Rootfs::NoNewPrivs => GROUP.to_owned(),
+            Rootfs::Busybox | Rootfs::NoNewPrivs | Rootfs::WebServer => GROUP.to_owned(),
         }
     }
 }
@@ -279,6 +298,7 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
     for applet in APPLETS {
         tree.symlink(&format!("bin/{applet}"), "busybox");
     }
+    tree.file(PGREP_PATH, 0o755, PGREP_SCRIPT.to_vec());
     tree.file("etc/passwd", 0o644, image.rootfs.passwd().into_bytes());
     tree.file("etc/group", 0o644, image.rootfs.group().into_bytes());
     match image.rootfs {
@@ -300,6 +320,11 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
             tree.directory("usr/local", 0o755);
             tree.directory("usr/local/bin", 0o755);
             tree.file(NNP_PATH, NNP_MODE, nnp::nnp_elf());
+        }
+        Rootfs::WebServer => {
+            let root = WEB_ROOT.trim_start_matches('/');
+            tree.directory(root, 0o755);
+            tree.file(&format!("{root}/index.html"), 0o644, WEB_PAGE.to_vec());
         }
     }
     Ok(tree)
