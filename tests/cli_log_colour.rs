@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
 const BIN: &str = support::BINARY;
@@ -52,21 +51,16 @@ fn cli_log_lines_to_a_pipe_have_no_colour_codes() {
 fn mock_log_lines_to_a_pipe_have_no_colour_codes() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("mock.sock");
-    let mut child = Command::new(BIN)
-        .arg("mock")
-        .arg("--listen")
-        .arg(&socket)
-        .env("RUST_LOG", "info")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut child, line) = support::spawn_mock(
+        Command::new(BIN)
+            .arg("mock")
+            .arg("--listen")
+            .arg(&socket)
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
     assert!(line.starts_with("mock CRI runtime listening on"), "{line}");
     // The line was written before "listening"; how the mock stops does not matter here.
     child.kill().unwrap();

@@ -4,9 +4,8 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use cri_harness::cri::control::{GetCallLogRequest, InjectLatencyRequest};
 use cri_harness::cri::{self, ConnectOptions, CriClient, Endpoint};
@@ -147,17 +146,8 @@ async fn one_mock_can_be_reached_over_duplex_and_socket_at_once() {
 async fn the_mock_command_serves_until_sigterm_then_removes_its_socket() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cli.sock");
-    let mut child = support::harness()
-        .arg("mock")
-        .arg("--listen")
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut child, line) =
+        support::spawn_mock(support::harness().arg("mock").arg("--listen").arg(&path));
     assert_eq!(
         line.trim_end(),
         format!("mock CRI runtime listening on unix://{}", path.display())

@@ -96,7 +96,7 @@ fn image_paths(rootfs: Rootfs) -> (BTreeSet<String>, BTreeSet<String>) {
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let mut files: BTreeSet<String> = ["bin/busybox", "etc/passwd", "etc/group"]
+    let mut files: BTreeSet<String> = ["bin/busybox", "bin/pgrep", "etc/passwd", "etc/group"]
         .into_iter()
         .map(str::to_owned)
         .collect();
@@ -109,6 +109,11 @@ fn image_paths(rootfs: Rootfs) -> (BTreeSet<String>, BTreeSet<String>) {
         Rootfs::NoNewPrivs => {
             dirs.extend(["usr", "usr/local", "usr/local/bin"].map(str::to_owned));
             files.insert("usr/local/bin/nnp".to_owned());
+        }
+        Rootfs::WebServer => {
+            let root = images::WEB_ROOT.trim_start_matches('/');
+            dirs.insert(root.to_owned());
+            files.insert(format!("{root}/index.html"));
         }
     }
     (files, dirs)

@@ -64,6 +64,58 @@ pub(crate) struct Identity {
     pub(crate) seccomp: Seccomp,
     /// no_new_privs is set.
     pub(crate) no_new_privs: bool,
+    /// It holds CAP_SYS_ADMIN (privileged, or added and not dropped): sethostname needs it.
+    pub(crate) sys_admin: bool,
+    /// The name of the container's first process (PID 1), the one process a `pgrep` finds:
+    /// the mock runs no other.
+    pub(crate) first_process: String,
+    /// What the container sees of its pod.
+    pub(crate) pod: PodFiles,
+}
+
+/// What a runtime writes for a pod and its containers see: the hostname (the node's in the
+/// node's network namespace) and `/etc/resolv.conf` (from the pod's DNS config, else the
+/// node's own file, as runtimes copy it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PodFiles {
+    /// The UTS hostname.
+    pub(crate) hostname: String,
+    /// `/etc/resolv.conf`'s text.
+    pub(crate) resolv_conf: String,
+}
+
+impl PodFiles {
+    /// The files of a pod whose config names `hostname` and `dns`.
+    pub(crate) fn of(hostname: &str, dns: Option<&v1::DnsConfig>) -> PodFiles {
+        let hostname = if hostname.is_empty() {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|name| name.trim().to_owned())
+                .unwrap_or_default()
+        } else {
+            hostname.to_owned()
+        };
+        let resolv_conf = match dns {
+            Some(dns) => {
+                let mut text: String = dns
+                    .servers
+                    .iter()
+                    .map(|server| format!("nameserver {server}\n"))
+                    .collect();
+                if !dns.searches.is_empty() {
+                    text.push_str(&format!("search {}\n", dns.searches.join(" ")));
+                }
+                if !dns.options.is_empty() {
+                    text.push_str(&format!("options {}\n", dns.options.join(" ")));
+                }
+                text
+            }
+            None => std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+        };
+        PodFiles {
+            hostname,
+            resolv_conf,
+        }
+    }
 }
 
 impl Default for Identity {
@@ -78,6 +130,9 @@ impl Default for Identity {
             gid_map: vec![NODE_MAPPING],
             seccomp: Seccomp::Disabled,
             no_new_privs: false,
+            sys_admin: false,
+            first_process: String::new(),
+            pod: PodFiles::default(),
         }
     }
 }
@@ -235,7 +290,37 @@ impl Identity {
             gid_map,
             seccomp,
             no_new_privs: security.no_new_privs && !security.privileged,
+            sys_admin: security.privileged || holds_sys_admin(security.capabilities.as_ref()),
+            first_process: String::new(),
+            pod: PodFiles::default(),
         })
+    }
+
+    /// The same process as the first of a container in `pod`, running `command` (the
+    /// config's command and args; empty: the image's entrypoint and cmd).
+    pub(crate) fn in_pod(self, pod: PodFiles, command: &[String], image: &v1::Image) -> Identity {
+        let known = catalogue_image(image);
+        let first = match command.first() {
+            Some(first) => first.clone(),
+            None => known
+                .and_then(|image| image.entrypoint.first().or(image.cmd.first()))
+                .map_or_else(|| "sh".to_owned(), |first| (*first).to_owned()),
+        };
+        Identity {
+            first_process: first.rsplit('/').next().unwrap_or(&first).to_owned(),
+            pod,
+            ..self
+        }
+    }
+
+    /// Whether `sethostname` fails for this process, and so `hostname NAME`: without
+    /// CAP_SYS_ADMIN, or where its seccomp filter denies the call.
+    pub(crate) fn denies_sethostname(&self) -> bool {
+        let filtered = match &self.seccomp {
+            Seccomp::Disabled => false,
+            Seccomp::Filter(denied) => denied.iter().any(|call| call == "sethostname"),
+        };
+        filtered || !self.sys_admin
     }
 
     /// `ContainerStatus.user`: the ids the first process runs with.
@@ -314,6 +399,11 @@ impl Identity {
                 .map(|m| format!("{:>10} {:>10} {:>10}\n", m.container, m.host, m.length))
                 .collect::<String>()
         };
+        match path {
+            "/etc/resolv.conf" => return Some(self.pod.resolv_conf.clone()),
+            "/etc/hostname" => return Some(format!("{}\n", self.pod.hostname)),
+            _ => {}
+        }
         let path = path
             .strip_prefix("/proc/self/")
             .or_else(|| path.strip_prefix("/proc/thread-self/"))?;
@@ -338,6 +428,21 @@ impl Identity {
             _ => None,
         }
     }
+}
+
+/// Whether a capability set leaves CAP_SYS_ADMIN in (runtimes' default set lacks it): added
+/// by name or as `ALL`, and not dropped the same way.
+fn holds_sys_admin(capabilities: Option<&v1::Capability>) -> bool {
+    let Some(capabilities) = capabilities else {
+        return false;
+    };
+    let names = |list: &[String]| {
+        list.iter().any(|name| {
+            let name = name.trim_start_matches("CAP_");
+            name == "SYS_ADMIN" || name == "ALL"
+        })
+    };
+    names(&capabilities.add_capabilities) && !names(&capabilities.drop_capabilities)
 }
 
 /// The seccomp mode a container's security context asks for: CRI v1's `seccomp` field when
@@ -402,6 +507,8 @@ pub(crate) struct ExecTarget {
     pub(crate) identity: Identity,
     /// A timeout answers an exit code rather than an error (the other-runtime profile).
     pub(crate) timeout_as_exit_code: bool,
+    /// The container's mounts, which the command sees as an exec session's would.
+    pub(crate) mounts: std::sync::Arc<crate::mock::mounts::MountTable>,
 }
 
 /// Whether a command line sets a trap on SIGTERM (the harness's sleeper, `trap 'exit 0' TERM`):
@@ -431,6 +538,7 @@ pub(crate) fn exec_target(
         argv: request.cmd,
         identity: container.process.identity.clone(),
         timeout_as_exit_code: MockRuntime::takes(inner, Freedom::ExecTimeoutExitCode),
+        mounts: container.mounts.clone(),
     };
     Ok((target, request.timeout))
 }
@@ -596,6 +704,35 @@ mod tests {
             (who.uid, who.gid, who.user_name.as_deref()),
             (33, 33, Some("www-data"))
         );
+    }
+
+    #[rstest]
+    #[case::default_set(false, &[], &[], false)]
+    #[case::privileged(true, &[], &[], true)]
+    #[case::added(false, &["SYS_ADMIN"], &[], true)]
+    #[case::added_with_prefix(false, &["CAP_SYS_ADMIN"], &[], true)]
+    #[case::all_but_dropped(false, &["ALL"], &["SYS_ADMIN"], false)]
+    #[case::added_then_all_dropped(false, &["SYS_ADMIN"], &["ALL"], false)]
+    fn sethostname_needs_sys_admin(
+        #[case] privileged: bool,
+        #[case] add: &[&str],
+        #[case] drop: &[&str],
+        #[case] holds: bool,
+    ) {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect();
+        let security = v1::LinuxContainerSecurityContext {
+            privileged,
+            capabilities: Some(v1::Capability {
+                add_capabilities: names(add),
+                drop_capabilities: names(drop),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let image = v1::Image::default();
+        let who = Identity::of(&Inner::default(), Some(&security), None, &image).unwrap();
+        assert_eq!(who.sys_admin, holds);
+        assert_eq!(who.denies_sethostname(), !holds);
     }
 
     #[test]

@@ -177,11 +177,12 @@ fn run_pod_sandbox(
         .iter()
         .filter_map(|mapping| u16::try_from(mapping.container_port).ok())
         .collect();
+    let pod = process::PodFiles::of(&config.hostname, config.dns_config.as_ref());
     let key = inner.state.insert_sandbox(status, Some(name));
-    inner
-        .state
-        .sandboxes
-        .update(key, |sandbox| sandbox.ports = ports);
+    inner.state.sandboxes.update(key, |sandbox| {
+        sandbox.ports = ports;
+        sandbox.pod = pod;
+    });
     // The mock's sandbox is made and started in one step: both transitions are reported.
     events::emit(inner, &id, &id, Kind::ContainerCreatedEvent, None);
     events::emit(inner, &id, &id, Kind::ContainerStartedEvent, None);
@@ -428,7 +429,9 @@ fn create_container(
         });
     }
     let state = &mut inner.state;
-    let sandbox = &state.sandboxes[state.find_sandbox(&request.pod_sandbox_id)?].status;
+    let sandbox = &state.sandboxes[state.find_sandbox(&request.pod_sandbox_id)?];
+    let pod = sandbox.pod.clone();
+    let sandbox = &sandbox.status;
     if sandbox.state != SandboxReady as i32 {
         return Err(RpcError::SandboxNotRunning {
             id: sandbox.id.clone(),
@@ -480,7 +483,9 @@ fn create_container(
         handler_rro,
         |defect| inner.defects.contains(&defect),
     )?;
-    let identity = Identity::of(inner, security, sandbox_namespaces.as_ref(), &image)?;
+    let command: Vec<String> = config.command.iter().chain(&config.args).cloned().collect();
+    let identity = Identity::of(inner, security, sandbox_namespaces.as_ref(), &image)?
+        .in_pod(pod, &command, &image);
     let user = identity.container_user(inner);
     let state = &mut inner.state;
     let name = container_name(&metadata, &sandbox_metadata);

@@ -25,6 +25,9 @@ pub(crate) struct Sandbox {
     /// The container ports of its config's port mappings: the ports its pod "listens" on for
     /// PortForward (none for seeded sandboxes).
     pub(crate) ports: Vec<u16>,
+    /// What its containers see of the pod: its hostname and the resolv.conf the runtime
+    /// writes for it (empty for seeded sandboxes).
+    pub(crate) pod: super::process::PodFiles,
 }
 
 /// A container as the mock holds it.
@@ -314,6 +317,7 @@ impl State {
             name,
             retired_cpu_nanos: 0,
             ports: Vec::new(),
+            pod: super::process::PodFiles::default(),
         })
     }
 

@@ -200,6 +200,22 @@ pub fn harness() -> std::process::Command {
     command
 }
 
+/// Starts `command` (a `cri-harness mock --listen SOCKET` with the caller's setup), its stdout
+/// piped, and answers it with the first line it printed: the mock prints where it listens once
+/// it does.
+pub fn spawn_mock(command: &mut std::process::Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line)
+}
+
 /// What a finished command printed: its stdout, then its stderr.
 pub fn printed(output: &std::process::Output) -> String {
     format!(

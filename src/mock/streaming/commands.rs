@@ -1,7 +1,8 @@
 //! The built-in command set a mock exec runs in-process, and a small shell around it: words
 //! with quotes, `;` `&&` `||` `|`, the redirections `>&2` `2>&1` `>/dev/null`, and `exit N`.
 //! Enough for `echo`, `cat`, `sh -c 'exit 3'`, `sh -c 'echo x >&2'`, `head -c N /dev/zero`,
-//! `yes | head -c N`, `sleep`, `stty size`; anything else exits 127 as a shell would.
+//! `yes | head -c N`, `sleep`, `stty size`, `hostname [NAME]`, `pgrep NAME`; anything else
+//! exits 127 as a shell would.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -505,6 +506,8 @@ async fn command(argv: &[String], proc: &mut Proc<'_>) -> Flow {
         "touch" => report(mounts::touch(args), proc).await,
         "ls" => report(mounts::ls(args), proc).await,
         "id" => id(args, proc).await,
+        "hostname" => hostname(args, proc).await,
+        "pgrep" => pgrep(args, proc).await,
         "grep" => grep(args, proc).await,
         "chmod" => chmod(args, proc).await,
         "sh" | "bash" | "ash" | "dash" => match args {
@@ -613,6 +616,53 @@ async fn cat(args: &[String], proc: &mut Proc<'_>) -> i32 {
         }
     }
     status
+}
+
+/// `hostname`: the pod's hostname; `hostname NAME`: sethostname(2), which needs
+/// CAP_SYS_ADMIN and a seccomp filter that allows it (the name set is not kept).
+async fn hostname(args: &[String], proc: &mut Proc<'_>) -> i32 {
+    match args {
+        [] => {
+            let line = format!("{}\n", proc.who.pod.hostname);
+            if proc.stdout.print(&line).await.is_err() {
+                return SIGPIPE_STATUS;
+            }
+            0
+        }
+        [_name] if proc.who.denies_sethostname() => {
+            let _ = proc
+                .stderr
+                .print("hostname: sethostname: Operation not permitted\n")
+                .await;
+            1
+        }
+        [_name] => 0,
+        _ => {
+            let _ = proc
+                .stderr
+                .print("hostname: the mock runs only [NAME]\n")
+                .await;
+            2
+        }
+    }
+}
+
+/// `pgrep NAME`: PID 1 when the container's first process is NAME (the mock models no other
+/// process: an exec's own command has ended before the next starts), status 1 otherwise.
+async fn pgrep(args: &[String], proc: &mut Proc<'_>) -> i32 {
+    match args {
+        [name] if *name == proc.who.first_process => {
+            if proc.stdout.print("1\n").await.is_err() {
+                return SIGPIPE_STATUS;
+            }
+            0
+        }
+        [_] => 1,
+        _ => {
+            let _ = proc.stderr.print("pgrep: the mock runs only NAME\n").await;
+            2
+        }
+    }
 }
 
 /// `head -c N [FILE]`: N bytes of `/dev/zero`, or of stdin.
@@ -744,25 +794,39 @@ async fn id(args: &[String], proc: &mut Proc<'_>) -> i32 {
     }
 }
 
-/// `grep [-c] PATTERN FILE`: the lines of a file about the process (`/proc/self/...`) that
-/// hold PATTERN (`^` anchors it at the start); 1 when none does, 2 for another file.
+/// `grep [-c|-q] PATTERN [FILE]`: the lines of a modelled file, or of stdin, holding
+/// PATTERN (at the start, for `^PATTERN`); `-c` prints their count, `-q` nothing. Status 1
+/// when none does.
 async fn grep(args: &[String], proc: &mut Proc<'_>) -> i32 {
-    let count = args.first().is_some_and(|a| a == "-c");
-    let rest = if count { &args[1..] } else { args };
-    let [pattern, file] = rest else {
-        let _ = proc
-            .stderr
-            .print("grep: the mock supports only [-c] PATTERN FILE\n")
-            .await;
-        return 2;
+    let flag = args.first().filter(|a| *a == "-c" || *a == "-q");
+    let rest = if flag.is_some() { &args[1..] } else { args };
+    let text = match rest {
+        [_, file] => match proc.who.file(file) {
+            Some(text) => text,
+            None => {
+                let _ = proc
+                    .stderr
+                    .print(&format!("grep: {file}: No such file or directory\n"))
+                    .await;
+                return 2;
+            }
+        },
+        [_] => {
+            let mut input = Vec::new();
+            while let Some(chunk) = proc.stdin.read().await {
+                input.extend(chunk);
+            }
+            String::from_utf8_lossy(&input).into_owned()
+        }
+        _ => {
+            let _ = proc
+                .stderr
+                .print("grep: the mock supports only [-c|-q] PATTERN [FILE]\n")
+                .await;
+            return 2;
+        }
     };
-    let Some(text) = proc.who.file(file) else {
-        let _ = proc
-            .stderr
-            .print(&format!("grep: {file}: No such file or directory\n"))
-            .await;
-        return 2;
-    };
+    let pattern = &rest[0];
     let hits: Vec<&str> = text
         .lines()
         .filter(|line| match pattern.strip_prefix('^') {
@@ -770,12 +834,12 @@ async fn grep(args: &[String], proc: &mut Proc<'_>) -> i32 {
             None => line.contains(pattern.as_str()),
         })
         .collect();
-    let out = if count {
-        format!("{}\n", hits.len())
-    } else {
-        hits.iter().map(|line| format!("{line}\n")).collect()
+    let out = match flag.map(String::as_str) {
+        Some("-c") => format!("{}\n", hits.len()),
+        Some(_) => String::new(),
+        None => hits.iter().map(|line| format!("{line}\n")).collect(),
     };
-    if proc.stdout.print(&out).await.is_err() {
+    if !out.is_empty() && proc.stdout.print(&out).await.is_err() {
         return SIGPIPE_STATUS;
     }
     i32::from(hits.is_empty())
@@ -808,13 +872,18 @@ mod tests {
 
     /// Runs `argv` with `input` on stdin; answers stdout, stderr and the exit code.
     async fn exec(argv: &[&str], input: &[u8]) -> (Vec<u8>, String, i32) {
+        exec_as(Identity::default(), argv, input).await
+    }
+
+    /// [`exec`] in a container whose process is `who`.
+    async fn exec_as(who: Identity, argv: &[&str], input: &[u8]) -> (Vec<u8>, String, i32) {
         let (out, mut output) = mpsc::channel(4);
         let (stdin, rx) = mpsc::unbounded_channel();
         if !input.is_empty() {
             stdin.send(input.to_vec()).unwrap();
         }
         drop(stdin);
-        let mut stdio = Stdio::new(out, rx, None);
+        let mut stdio = Stdio::new(out, rx, None).with_identity(who);
         let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
         let collect = async {
             let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
@@ -849,6 +918,10 @@ mod tests {
     #[case::unknown_in_script(&["sh", "-c", "nosuch"], "", "sh: nosuch: not found\n", 127)]
     #[case::no_tty(&["stty", "size"], "", "stty: standard input: Not a tty\n", 1)]
     #[case::bad_syntax(&["sh", "-c", "echo 'open"], "", "sh: unterminated quoted string\n", 2)]
+    #[case::grep_quiet_of_stdin(&["sh", "-c", "echo 'a Read-only file system' | grep -q \"Read-only file system\""], "", "", 0)]
+    #[case::grep_counts_stdin(&["sh", "-c", "echo abc | grep -c x"], "0\n", "", 1)]
+    #[case::sethostname_needs_sys_admin(&["hostname", "new"], "", "hostname: sethostname: Operation not permitted\n", 1)]
+    #[case::pgrep_finds_no_other_process(&["pgrep", "sleep"], "", "", 1)]
     fn built_in_commands_answer_like_a_shell(
         #[case] argv: &[&str],
         #[case] stdout: &str,
@@ -868,6 +941,48 @@ mod tests {
             ),
             (stdout, stderr, code)
         );
+    }
+
+    #[tokio::test]
+    async fn a_container_sees_its_pod_and_its_first_process() {
+        let pod = crate::mock::process::PodFiles::of(
+            "pod-a",
+            Some(&crate::cri::v1::DnsConfig {
+                servers: vec!["10.10.10.10".to_owned()],
+                searches: vec!["example.test".to_owned()],
+                options: vec!["ndots:8".to_owned()],
+            }),
+        );
+        let who = Identity {
+            sys_admin: true,
+            first_process: "top".to_owned(),
+            pod,
+            ..Identity::default()
+        };
+        let run = |argv: &'static [&'static str]| exec_as(who.clone(), argv, b"");
+        let text =
+            |(out, err, code): (Vec<u8>, String, i32)| (String::from_utf8(out).unwrap(), err, code);
+        assert_eq!(
+            text(run(&["hostname"]).await),
+            ("pod-a\n".into(), String::new(), 0)
+        );
+        assert_eq!(
+            text(run(&["hostname", "other"]).await),
+            (String::new(), String::new(), 0)
+        );
+        assert_eq!(
+            text(run(&["pgrep", "top"]).await),
+            ("1\n".into(), String::new(), 0)
+        );
+        assert_eq!(
+            text(run(&["cat", "/etc/resolv.conf"]).await).0,
+            "nameserver 10.10.10.10\nsearch example.test\noptions ndots:8\n"
+        );
+        let filtered = Identity {
+            seccomp: crate::mock::process::Seccomp::Filter(vec!["sethostname".to_owned()]),
+            ..who.clone()
+        };
+        assert_eq!(exec_as(filtered, &["hostname", "other"], b"").await.2, 1);
     }
 
     #[tokio::test]

@@ -91,8 +91,8 @@ pub(crate) struct Forward {
 /// A request a token stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Pending {
-    /// Exec or Attach.
-    Command(Command),
+    /// Exec or Attach (boxed: it carries the container's process).
+    Command(Box<Command>),
     /// PortForward.
     PortForward(Forward),
 }
@@ -101,14 +101,10 @@ impl Pending {
     /// The URL path segment that serves this kind of request.
     fn route(&self) -> &'static str {
         match self {
-            Pending::Command(Command {
-                program: Program::Exec(_),
-                ..
-            }) => "exec",
-            Pending::Command(Command {
-                program: Program::Attach(_),
-                ..
-            }) => "attach",
+            Pending::Command(command) => match command.program {
+                Program::Exec(_) => "exec",
+                Program::Attach(_) => "attach",
+            },
             Pending::PortForward(_) => "portforward",
         }
     }
@@ -208,7 +204,10 @@ pub(crate) async fn exec_sync(
         }
         (stdout, stderr)
     };
-    let both = async { tokio::join!(command, collect) };
+    // ExecSync's command sees the container's mounts, as an exec session's does.
+    let both = crate::mock::mounts::scope(target.mounts.clone(), async {
+        tokio::join!(command, collect)
+    });
     let (exit_code, (stdout, stderr)) = match u64::try_from(timeout) {
         Ok(seconds) if seconds > 0 => {
             match tokio::time::timeout(Duration::from_secs(seconds), both).await {

@@ -38,12 +38,12 @@ pub(crate) fn exec(
         tty: request.tty,
     };
     check_streams(METHOD, streams)?;
-    let pending = Pending::Command(Command {
+    let pending = Pending::Command(Box::new(Command {
         program: Program::Exec(request.cmd),
         streams,
         mounts,
         identity,
-    });
+    }));
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::ExecResponse { url })
 }
@@ -70,12 +70,12 @@ pub(crate) fn attach(
         tty: request.tty,
     };
     check_streams(METHOD, requested)?;
-    let pending = Pending::Command(Command {
+    let pending = Pending::Command(Box::new(Command {
         program,
         streams: Streams { tty, ..requested },
         mounts,
         identity,
-    });
+    }));
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::AttachResponse { url })
 }

@@ -156,7 +156,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let route = pending.route();
     let ended = match pending {
         Pending::Command(command) => {
-            remote_command::serve(socket, protocol == Some(REMOTE_COMMAND_V5), command, idle).await
+            remote_command::serve(socket, protocol == Some(REMOTE_COMMAND_V5), *command, idle).await
         }
         Pending::PortForward(forward) => port_forward::serve(socket, forward, ports, idle).await,
     };
