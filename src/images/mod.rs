@@ -117,7 +117,8 @@ pub enum Rootfs {
     /// `group-defined-in-image` (gid 50000), as critest's `test-image-predefined-group`.
     PredefinedGroup,
     /// Also a page to serve, `/www/index.html` ([`WEB_ROOT`]), for the web server images
-    /// critest names (nginx, httpd): busybox's `httpd` serves it with status 200.
+    /// critest names (nginx, httpd): busybox's `httpd` serves it with status 200; and
+    /// `/var/run` for nginx's pid file.
     WebServer,
 }
 
@@ -142,6 +143,18 @@ macro_rules! web_server {
         ]
     };
 }
+
+/// The nginx image's config: a web server on port 80 as [`web_server!`]'s, under a first
+/// process that shows what critest's PID namespace specs read of nginx's: its pid in
+/// `/var/run/nginx.pid`, and `master process` in its command line (the shell's last argument).
+/// The shell stays PID 1 and exits 0 on SIGTERM, taking the server with it.
+const NGINX_ENTRYPOINT: &[&str] = &[
+    "/bin/sh",
+    "-c",
+    "echo $$ >/var/run/nginx.pid; echo httpd: serving /www on port 80; \
+     httpd -f -p 80 -h /www & server=$!; trap 'kill $server; exit 0' TERM; wait",
+    "nginx: master process",
+];
 
 /// A web server image critest v1.36.0 names, serving on `port` (a `web_server!` entrypoint).
 const fn web_image(
@@ -282,7 +295,7 @@ static CATALOGUE: [TestImage; 33] = [
     web_image(
         "critest-nginx",
         "registry.k8s.io/e2e-test-images/nginx:1.14-2",
-        web_server!("80"),
+        NGINX_ENTRYPOINT,
         "critest v1.36.0's networking and port-forward specs: a web server on port 80",
     ),
     web_image(

@@ -325,6 +325,7 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
             let root = WEB_ROOT.trim_start_matches('/');
             tree.directory(root, 0o755);
             tree.file(&format!("{root}/index.html"), 0o644, WEB_PAGE.to_vec());
+            tree.directory("var/run", 0o755);
         }
     }
     Ok(tree)

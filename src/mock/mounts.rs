@@ -112,7 +112,7 @@ fn image_paths(rootfs: Rootfs) -> (BTreeSet<String>, BTreeSet<String>) {
         }
         Rootfs::WebServer => {
             let root = images::WEB_ROOT.trim_start_matches('/');
-            dirs.insert(root.to_owned());
+            dirs.extend([root.to_owned(), "var/run".to_owned()]);
             files.insert(format!("{root}/index.html"));
         }
     }
