@@ -731,11 +731,24 @@ async fn run_on_mock(
         Ok::<_, cri::ConnectError>((client, channel))
     }
     .await;
-    let outcome = match connected {
+    // The calls `connect` made to probe the runtime are the harness's, not the case's: the call
+    // log the case's steps and its RPC record read starts after them.
+    let connected = match connected {
         Ok((client, channel)) => {
+            let mut control = MockControlClient::new(channel);
+            let forget = crate::cri::control::GetCallLogRequest { clear: true };
+            match control.get_call_log(forget).await {
+                Ok(_) => Ok((client, control)),
+                Err(err) => Err(format!("cannot clear the mock's call log: {err}")),
+            }
+        }
+        Err(err) => Err(format!("cannot connect to the mock runtime: {err}")),
+    };
+    let outcome = match connected {
+        Ok((client, control)) => {
             let env = Env {
                 client,
-                control: Some(MockControlClient::new(channel)),
+                control: Some(control),
                 runtime_handler: shared.config.runtime_handler.clone(),
                 host_dir: case_dir(&shared.config, number),
                 pulled: None,
@@ -749,7 +762,7 @@ async fn run_on_mock(
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }
-        Err(err) => failed(format!("cannot connect to the mock runtime: {err}")),
+        Err(why) => failed(why),
     };
     server.shutdown().await;
     outcome
