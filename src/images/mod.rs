@@ -190,7 +190,9 @@ static CATALOGUE: [TestImage; 33] = [
         more_tags: &[],
         also_at: &[],
         purpose: "sandbox (infra) image: its process sleeps until the runtime kills it",
-        entrypoint: &["/bin/sleep", PAUSE_SECONDS],
+        // Run as `busybox sleep`, so the process is named `busybox`, not `sleep`: in a pod
+        // that shares its PID namespace, critest's `pgrep sleep` must find only its own sleeps.
+        entrypoint: &["/bin/busybox", "sleep", PAUSE_SECONDS],
         cmd: &[],
         user: "",
         rootfs: Rootfs::Busybox,

@@ -578,7 +578,7 @@ mod tests {
                 "os": "linux",
                 "config": {
                     "Env": [format!("PATH={IMAGE_PATH}")],
-                    "Entrypoint": ["/bin/sleep", "2147483647"],
+                    "Entrypoint": ["/bin/busybox", "sleep", "2147483647"],
                     "Labels": {IMAGE_LABEL: "pause"},
                 },
                 "rootfs": {"type": "layers", "diff_ids": [built.layer.digest]},
