@@ -22,7 +22,8 @@
 #   beside it put on PATH as `ginkgo` for --parallel; CRITEST=none skips critest),
 #   CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec times,
 #   printed beside each case for reference; default ../shared/critest-v1.36.0-specs.md when it
-#   exists; never divided by).
+#   exists; never divided by), CRIH_NETNS (the network namespace both tools run in, as
+#   ci/containerd.sh names it; default cri-harness when it exists, `host` for none).
 set -euo pipefail
 
 RUNS="${1:-3}"

@@ -20,6 +20,7 @@ pub use harness::{
 pub use loader::{dependencies, runtime_files, Dependencies, RuntimeFile, SearchPath};
 pub use mirror::{find_served, served_path, ImageNames, PrefixError};
 pub use nnp::{nnp_elf, NNP_MODE, NNP_PATH};
+pub(crate) use oci::PGREP_PATH;
 pub use oci::{build_all, build_layout, BuiltImage, Busybox, Descriptor};
 pub use platform::Platform;
 pub use reference::{is_sha256_digest, normalise, Reference};

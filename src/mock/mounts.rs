@@ -96,10 +96,11 @@ fn image_paths(rootfs: Rootfs) -> (BTreeSet<String>, BTreeSet<String>) {
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let mut files: BTreeSet<String> = ["bin/busybox", "bin/pgrep", "etc/passwd", "etc/group"]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    let mut files: BTreeSet<String> =
+        ["bin/busybox", images::PGREP_PATH, "etc/passwd", "etc/group"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
     files.extend(APPLETS.iter().map(|applet| format!("bin/{applet}")));
     match rootfs {
         Rootfs::Busybox => {}

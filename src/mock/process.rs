@@ -88,9 +88,7 @@ impl PodFiles {
     /// The files of a pod whose config names `hostname` and `dns`.
     pub(crate) fn of(hostname: &str, dns: Option<&v1::DnsConfig>) -> PodFiles {
         let hostname = if hostname.is_empty() {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|name| name.trim().to_owned())
-                .unwrap_or_default()
+            Self::node().hostname.clone()
         } else {
             hostname.to_owned()
         };
@@ -109,12 +107,24 @@ impl PodFiles {
                 }
                 text
             }
-            None => std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+            None => Self::node().resolv_conf.clone(),
         };
         PodFiles {
             hostname,
             resolv_conf,
         }
+    }
+
+    /// The node's own hostname and resolv.conf, read once per process: a pod without its own
+    /// gets these, and sandboxes are made far more often than the node's files change.
+    fn node() -> &'static PodFiles {
+        static NODE: std::sync::OnceLock<PodFiles> = std::sync::OnceLock::new();
+        NODE.get_or_init(|| PodFiles {
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|name| name.trim().to_owned())
+                .unwrap_or_default(),
+            resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+        })
     }
 }
 

@@ -483,9 +483,9 @@ fn create_container(
         handler_rro,
         |defect| inner.defects.contains(&defect),
     )?;
-    let command: Vec<String> = config.command.iter().chain(&config.args).cloned().collect();
+    let argv: Vec<String> = config.command.iter().chain(&config.args).cloned().collect();
     let identity = Identity::of(inner, security, sandbox_namespaces.as_ref(), &image)?
-        .in_pod(pod, &command, &image);
+        .in_pod(pod, &argv, &image);
     let user = identity.container_user(inner);
     let state = &mut inner.state;
     let name = container_name(&metadata, &sandbox_metadata);
@@ -547,7 +547,7 @@ fn create_container(
         ..Default::default()
     };
     let process = Process {
-        argv: config.command.into_iter().chain(config.args).collect(),
+        argv,
         stdin: config.stdin,
         tty: config.tty,
         identity,
