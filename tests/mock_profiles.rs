@@ -12,6 +12,7 @@ use cri_harness::cri::{v1, CriClient};
 use cri_harness::mock::{Freedom, MockProfile, MockRuntime, ProfileName, Requirement};
 use cri_harness::report::model::{SkipWhy, Verdict};
 use cri_harness::runner::{CaseOutcome, Target};
+use cri_harness::streaming::remote_command::{self, RemoteCommandInput};
 use cri_harness::suite;
 use strum::VariantArray;
 
@@ -426,6 +427,24 @@ async fn answers(profile: MockProfile) -> Vec<String> {
             tokio::time::timeout(std::time::Duration::from_millis(200), stream.message()).await;
         matches!(ended, Ok(Ok(None)))
     };
+    let terminal = {
+        let shell = running(&client, &sandbox, "shell", &["sleep", "3600"]).await;
+        let url = client
+            .exec(v1::ExecRequest {
+                container_id: shell,
+                cmd: vec!["echo".into(), "hello".into()],
+                tty: true,
+                stdout: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        let output = remote_command::run(&url, &RemoteCommandInput::default(), deadline)
+            .await
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
     client.stop_pod_sandbox(&sandbox).await.unwrap();
     let kept_ip = client
         .pod_sandbox_status(&sandbox)
@@ -454,6 +473,7 @@ async fn answers(profile: MockProfile) -> Vec<String> {
         format!("pod-stats-timestamp-only {pod_cpu}"),
         format!("events-off {events}"),
         format!("stopped-sandbox-keeps-ip {kept_ip}"),
+        format!("terminal-nested {terminal:?}"),
     ]
 }
 

@@ -89,6 +89,9 @@ pub enum Freedom {
     UnprivilegedPortStartZero,
     /// A streaming list sends one item per message.
     StreamOneItemPerMessage,
+    /// A terminal session's output passes a second terminal, so each line end arrives as
+    /// `\r\r\n`.
+    TerminalNested,
 }
 
 impl Freedom {

@@ -29,7 +29,8 @@ pub(crate) struct Streams {
     pub(crate) stdout: bool,
     /// The client wants stderr apart (never with a TTY).
     pub(crate) stderr: bool,
-    /// The process runs on a terminal: stderr joins stdout, `\n` leaves as `\r\n`.
+    /// The process runs on a terminal: stderr joins stdout, and `\n` leaves as
+    /// [`Command::line_end`].
     pub(crate) tty: bool,
 }
 
@@ -68,7 +69,17 @@ pub(crate) struct Command {
     pub(crate) mounts: std::sync::Arc<crate::mock::mounts::MountTable>,
     /// The container's process, whose ids and confinement the command has.
     pub(crate) identity: crate::mock::process::Identity,
+    /// What a line end the command writes on a terminal reaches the client as: one terminal's
+    /// `onlcr` makes `\n` into `\r\n` ([`TERMINAL_LINE_END`]); the other-runtime profile's
+    /// nested terminal translates it twice ([`NESTED_TERMINAL_LINE_END`]).
+    pub(crate) line_end: &'static [u8],
 }
+
+/// A line end on one terminal.
+pub(crate) const TERMINAL_LINE_END: &[u8] = b"\r\n";
+/// A line end through two terminals that each translate it (see
+/// [`Freedom::TerminalNested`](crate::mock::profile::Freedom::TerminalNested)).
+pub(crate) const NESTED_TERMINAL_LINE_END: &[u8] = b"\r\r\n";
 
 /// What a remote command runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! One exec or attach session over an upgraded WebSocket: the empty "ready" message on the
 //! lowest stream the client reads, stdin (closed by v5's close message or by the connection
-//! going), resize, output on stdout and stderr (merged, `\n` as `\r\n`, with a TTY), and at the
+//! going), resize, output on stdout and stderr (merged, `\n` as the terminal's line end, with a TTY), and at the
 //! end the v4 status with the exit code on the error channel. All on the connection's task.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::{Error, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use super::commands::{self, Fd, Stdio};
-use super::{Command, Program, Streams};
+use super::{Command, Program};
 use crate::mock::mounts;
 use crate::streaming::protocol::{frame, split, Channel, Status, TerminalSize};
 
@@ -75,7 +75,7 @@ where
             code = &mut running => break Ended::Exited(code),
             Some((fd, bytes)) = output.recv() => {
                 deadline.as_mut().reset(tokio::time::Instant::now() + idle);
-                send_output(&mut sink, streams, fd, &bytes).await?;
+                send_output(&mut sink, &command, fd, &bytes).await?;
             }
             message = source.next() => {
                 deadline.as_mut().reset(tokio::time::Instant::now() + idle);
@@ -124,7 +124,7 @@ where
     };
     // What the command wrote before it exited comes before its status.
     while let Some((fd, bytes)) = output.recv().await {
-        send_output(&mut sink, streams, fd, &bytes).await?;
+        send_output(&mut sink, &command, fd, &bytes).await?;
     }
     let status = serde_json::to_vec(&Status::exited(code)).unwrap_or_default();
     sink.send(binary(Channel::Error as u8, &status)).await?;
@@ -171,12 +171,13 @@ fn binary(channel: u8, payload: &[u8]) -> Message {
 }
 
 /// Sends output on the channel the client reads it from: with a TTY, stdout and stderr share
-/// stdout and line ends become `\r\n` (a terminal's `onlcr`); streams the client did not ask
-/// for are dropped.
-async fn send_output<S>(sink: &mut S, streams: Streams, fd: Fd, bytes: &[u8]) -> Result<(), Error>
+/// stdout and each `\n` becomes the command's [line end](Command::line_end) (a terminal's
+/// `onlcr`); streams the client did not ask for are dropped.
+async fn send_output<S>(sink: &mut S, command: &Command, fd: Fd, bytes: &[u8]) -> Result<(), Error>
 where
     S: futures::Sink<Message, Error = Error> + Unpin,
 {
+    let streams = command.streams;
     let channel = match (streams.tty, fd) {
         (true, _) | (false, Fd::Stdout) if streams.stdout => Channel::Stdout,
         (false, Fd::Stderr) if streams.stderr => Channel::Stderr,
@@ -188,9 +189,10 @@ where
     let mut translated = Vec::with_capacity(bytes.len() + bytes.len() / 16);
     for byte in bytes {
         if *byte == b'\n' {
-            translated.push(b'\r');
+            translated.extend_from_slice(command.line_end);
+        } else {
+            translated.push(*byte);
         }
-        translated.push(*byte);
     }
     sink.send(binary(channel as u8, &translated)).await
 }

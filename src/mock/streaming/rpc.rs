@@ -2,10 +2,14 @@
 //! object, its state, then the kubelet streaming library's request checks), then answered with
 //! a single-use URL on the streaming server.
 
-use super::{Attached, Command, Forward, Pending, Program, Streams};
+use super::{
+    Attached, Command, Forward, Pending, Program, Streams, NESTED_TERMINAL_LINE_END,
+    TERMINAL_LINE_END,
+};
 use crate::cri::v1;
 use crate::mock::error::RpcError;
-use crate::mock::Inner;
+use crate::mock::profile::Freedom;
+use crate::mock::{Inner, MockRuntime};
 
 use v1::PodSandboxState::SandboxReady;
 
@@ -18,6 +22,15 @@ fn check_streams(method: &'static str, streams: Streams) -> Result<(), RpcError>
         return Err(RpcError::NoStreams { method });
     }
     Ok(())
+}
+
+/// What a line end written on a terminal reaches the client as, under the mock's profile.
+fn line_end(inner: &Inner) -> &'static [u8] {
+    if MockRuntime::takes(inner, Freedom::TerminalNested) {
+        NESTED_TERMINAL_LINE_END
+    } else {
+        TERMINAL_LINE_END
+    }
 }
 
 /// Exec: a URL that runs `cmd` from the built-in set in the container.
@@ -43,6 +56,7 @@ pub(crate) fn exec(
         streams,
         mounts,
         identity,
+        line_end: line_end(inner),
     }));
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::ExecResponse { url })
@@ -75,6 +89,7 @@ pub(crate) fn attach(
         streams: Streams { tty, ..requested },
         mounts,
         identity,
+        line_end: line_end(inner),
     }));
     let url = inner.streaming.url(METHOD, pending)?;
     Ok(v1::AttachResponse { url })
