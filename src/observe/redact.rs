@@ -10,8 +10,11 @@ use regex::Regex;
 
 use crate::cri::labels;
 
-/// 64 hexadecimal characters: what containerd and the mock use for ids.
-static ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[0-9a-f]{64}\b").expect("valid"));
+/// 64 hexadecimal characters: what containerd and the mock use for ids; with the `sha256:` an
+/// image id or digest may carry, which a runtime is free to leave off (the image-id-bare-hex
+/// freedom), so a reference reads the same either way.
+static ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:sha256:)?[0-9a-f]{64}\b").expect("valid"));
 /// Dotted-quad IPv4 addresses.
 static IPV4: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\b")
@@ -237,6 +240,8 @@ mod tests {
         "cannot stop container <container:app>: gone"
     )]
     #[case::unknown_id(STRANGER, "<id>")]
+    #[case::image_id_with_its_algorithm(&format!("sha256:{STRANGER}"), "<id>")]
+    #[case::digest_in_a_reference(&format!("busybox@sha256:{STRANGER}"), "busybox@<id>")]
     #[case::longer_uid_wins("r1x-3-web-2 and r1x-3-web", "<uid:web-2> and <uid:web>")]
     #[case::namespace("crih-r1x-3/web", "<namespace>/web")]
     #[case::known_ip("10.88.0.2", "<ip:old>")]
