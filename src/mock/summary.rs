@@ -31,7 +31,6 @@ summarise! {
     ContainerStatsRequest => container_id as "id";
     PodSandboxStatsRequest => pod_sandbox_id as "sandbox";
     CheckpointContainerRequest => container_id as "id";
-    UpdatePodSandboxResourcesRequest => pod_sandbox_id as "sandbox";
 }
 
 summarise! {
@@ -46,15 +45,40 @@ summarise! {
 }
 
 // The streaming lists carry the same filters as their unary twins; summarise them alike.
+/// The CPU and memory figures of Linux resources, as a recorded resize shows them.
+fn linux_figures(l: &v1::LinuxContainerResources) -> String {
+    format!(
+        "cpu_shares={} cpu_quota={} cpu_period={} memory_limit={}",
+        l.cpu_shares, l.cpu_quota, l.cpu_period, l.memory_limit_in_bytes
+    )
+}
+
 /// The id and the Linux resources asked for, so a recorded resize shows what it sent.
 impl RequestSummary for v1::UpdateContainerResourcesRequest {
     fn summary(&self) -> String {
         let mut out = format!("id={}", self.container_id);
         if let Some(l) = &self.linux {
-            out.push_str(&format!(
-                " cpu_shares={} cpu_quota={} cpu_period={} memory_limit={}",
-                l.cpu_shares, l.cpu_quota, l.cpu_period, l.memory_limit_in_bytes
-            ));
+            out.push(' ');
+            out.push_str(&linux_figures(l));
+        }
+        out
+    }
+}
+
+/// The sandbox and the pod-level resources sent, with the overhead where it is not empty.
+impl RequestSummary for v1::UpdatePodSandboxResourcesRequest {
+    fn summary(&self) -> String {
+        let mut out = format!("sandbox={}", self.pod_sandbox_id);
+        if let Some(l) = &self.resources {
+            out.push(' ');
+            out.push_str(&linux_figures(l));
+        }
+        match &self.overhead {
+            Some(o) if *o != v1::LinuxContainerResources::default() => {
+                out.push_str(" overhead: ");
+                out.push_str(&linux_figures(o));
+            }
+            _ => {}
         }
         out
     }

@@ -23,6 +23,7 @@ mod images;
 mod options;
 pub mod phase;
 pub mod pod;
+mod pod_resources;
 mod resize;
 mod sandbox_changed;
 mod sandbox_config;

@@ -114,7 +114,7 @@ fn quota_to_milli_cpu(quota: i64, period: i64) -> i64 {
 }
 
 /// The kubelet's `milliCPUToShares`: at least the minimum shares.
-fn milli_cpu_to_shares(milli: i64) -> i64 {
+pub(crate) fn milli_cpu_to_shares(milli: i64) -> i64 {
     if milli == 0 {
         return MIN_SHARES;
     }
@@ -122,7 +122,7 @@ fn milli_cpu_to_shares(milli: i64) -> i64 {
 }
 
 /// The kubelet's `milliCPUToQuota`: 0 (no limit) for no limit, else at least the minimum quota.
-fn milli_cpu_to_quota(milli: i64, period: i64) -> i64 {
+pub(crate) fn milli_cpu_to_quota(milli: i64, period: i64) -> i64 {
     if milli == 0 {
         return 0;
     }

@@ -16,8 +16,8 @@ use super::sandbox_config::{
     build_pod_logs_directory, format_pod, generate_pod_sandbox_config, identity, is_host_network,
 };
 use super::{
-    compute_pod_actions_with, pod, resize, ContainerKind, ContainerToKill, KillReason, PodActions,
-    ProbeResults,
+    compute_pod_actions_with, pod, pod_resources, resize, ContainerKind, ContainerToKill,
+    KillReason, PodActions, ProbeResults,
 };
 use crate::cri::v1;
 use crate::manager::{
@@ -273,7 +273,11 @@ impl KubeGenericRuntimeManager {
     /// `updatePodContainerResources`: memory first, then CPU, each container's
     /// UpdateContainerResources sending the resource's desired values and the other's most
     /// recently applied ones; the first refusal ends the resize, for the next sync to retry.
-    /// The pod-level cgroup steps around it are left out: the harness drives no cgroups.
+    /// The pod-level cgroup steps around it are left out: the harness drives no cgroups. Under
+    /// today's kubelet (v1.35 on) a resize whose containers all took their update then tells the
+    /// runtime the pod's new resources with UpdatePodSandboxResources, best effort: its answer,
+    /// Unimplemented or any other failure, changes nothing (cri-api services.go: "failure will
+    /// not block the Kubelet with proceeding with a resize").
     async fn resize_containers(&self, pod: &k8s::Pod, actions: &PodActions) -> SyncResult {
         let mut step = SyncResult::new(SyncAction::ResizePodInPlace, format_pod(pod));
         // One view per container of what is applied, shared by its memory and CPU updates.
@@ -304,7 +308,36 @@ impl KubeGenericRuntimeManager {
                 resize::applied(resource, current, &update.desired);
             }
         }
+        if self.profile().is_current() {
+            self.notify_sandbox_resources(pod, &actions.sandbox_id)
+                .await;
+        }
         step
+    }
+
+    /// UpdatePodSandboxResources with `pod`'s pod-level resources and its overhead (none in
+    /// the harness's pods, which the kubelet sends as empty resources), for sandbox
+    /// `sandbox_id`; a failure is logged and dropped, as the kubelet's `updatePodSandboxResources`
+    /// does.
+    async fn notify_sandbox_resources(&self, pod: &k8s::Pod, sandbox_id: &str) {
+        let resources = pod_resources::pod_linux_resources(pod);
+        let overhead = v1::LinuxContainerResources::default();
+        let answer = self
+            .client()
+            .update_pod_sandbox_resources(sandbox_id, Some(overhead), Some(resources))
+            .await;
+        match answer {
+            Ok(()) => {}
+            Err(err) if err.code == tonic::Code::Unimplemented => {
+                tracing::debug!(
+                    sandbox_id,
+                    "the runtime lacks UpdatePodSandboxResources; the resize goes on"
+                );
+            }
+            Err(err) => {
+                tracing::debug!(sandbox_id, error = %err, "UpdatePodSandboxResources failed; the resize goes on");
+            }
+        }
     }
 
     /// Generates the sandbox config, makes the pod's log directory (0755) and runs the sandbox;
