@@ -317,8 +317,8 @@ impl KubeGenericRuntimeManager {
 
     /// UpdatePodSandboxResources with `pod`'s pod-level resources and its overhead (none in
     /// the harness's pods, which the kubelet sends as empty resources), for sandbox
-    /// `sandbox_id`; a failure is logged and dropped, as the kubelet's `updatePodSandboxResources`
-    /// does.
+    /// `sandbox_id`; a failure is logged and dropped, as the kubelet's
+    /// `updatePodSandboxResources` does.
     async fn notify_sandbox_resources(&self, pod: &k8s::Pod, sandbox_id: &str) {
         let resources = pod_resources::pod_linux_resources(pod);
         let overhead = v1::LinuxContainerResources::default();
@@ -335,7 +335,11 @@ impl KubeGenericRuntimeManager {
                 );
             }
             Err(err) => {
-                tracing::debug!(sandbox_id, error = %err, "UpdatePodSandboxResources failed; the resize goes on");
+                tracing::debug!(
+                    sandbox_id,
+                    error = %err,
+                    "UpdatePodSandboxResources failed; the resize goes on"
+                );
             }
         }
     }

@@ -1,7 +1,8 @@
 //! One exec or attach session over an upgraded WebSocket: the empty "ready" message on the
 //! lowest stream the client reads, stdin (closed by v5's close message or by the connection
-//! going), resize, output on stdout and stderr (merged, `\n` as the terminal's line end, with a TTY), and at the
-//! end the v4 status with the exit code on the error channel. All on the connection's task.
+//! going), resize, output on stdout and stderr (merged, `\n` as the terminal's line end, with a
+//! TTY), and at the end the v4 status with the exit code on the error channel. All on the
+//! connection's task.
 
 use std::time::Duration;
 
