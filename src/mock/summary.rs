@@ -44,7 +44,6 @@ summarise! {
     RuntimeConfigRequest;
 }
 
-// The streaming lists carry the same filters as their unary twins; summarise them alike.
 /// The CPU and memory figures of Linux resources, as a recorded resize shows them.
 fn linux_figures(l: &v1::LinuxContainerResources) -> String {
     format!(
@@ -84,6 +83,7 @@ impl RequestSummary for v1::UpdatePodSandboxResourcesRequest {
     }
 }
 
+// The streaming lists carry the same filters as their unary twins; summarise them alike.
 impl RequestSummary for v1::StreamPodSandboxesRequest {
     fn summary(&self) -> String {
         v1::ListPodSandboxRequest {
