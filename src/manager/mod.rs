@@ -10,6 +10,7 @@ mod gates;
 mod kill;
 mod labels;
 pub mod lifecycle;
+mod lists;
 mod netns;
 mod network;
 mod pods;
@@ -20,6 +21,7 @@ mod sync_result;
 mod types;
 mod version;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::cri::CriClient;
@@ -56,6 +58,9 @@ pub struct KubeGenericRuntimeManager {
     runtime_name: String,
     profile: KubeletProfile,
     gates: FeatureGates,
+    /// Set once the runtime answered a list stream Unimplemented (see `lists`): shared by the
+    /// manager's clones, as the kubelet's one connection is.
+    unary_lists: Arc<AtomicBool>,
 }
 
 impl KubeGenericRuntimeManager {
@@ -86,6 +91,7 @@ impl KubeGenericRuntimeManager {
             runtime_name: answer.runtime_name,
             profile: KubeletProfile::default(),
             gates: FeatureGates::default(),
+            unary_lists: Arc::default(),
         })
     }
 
@@ -107,6 +113,14 @@ impl KubeGenericRuntimeManager {
     #[must_use]
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
         self.gates = gates;
+        self
+    }
+
+    /// The same manager tearing pod networks down with `network` instead: a run that checks
+    /// what each case tears down gives every case a plugin of its own without connecting again.
+    #[must_use]
+    pub fn with_network_plugin(mut self, network: Arc<dyn NetworkPlugin>) -> Self {
+        self.network = network;
         self
     }
 
@@ -194,6 +208,7 @@ mod tests {
             runtime_name: "mock".to_owned(),
             profile: KubeletProfile::Seed,
             gates: FeatureGates::default(),
+            unary_lists: Arc::default(),
         }
     }
 

@@ -27,7 +27,7 @@ impl KubeGenericRuntimeManager {
                 BTreeMap::from([(MANAGED.to_owned(), "true".to_owned())])
             },
         };
-        let found = self.client.list_pod_sandbox(Some(filter)).await?;
+        let found = self.list_sandboxes(Some(filter)).await?;
         let sandbox = found.first().ok_or_else(|| ManagerError::SandboxNotFound {
             id: sandbox_id.to_owned(),
         })?;

@@ -25,7 +25,7 @@ impl KubeGenericRuntimeManager {
             }),
             ..Default::default()
         });
-        let sandboxes = self.client.list_pod_sandbox(sandbox_filter).await?;
+        let sandboxes = self.list_sandboxes(sandbox_filter).await?;
         // The seed filtered sandboxes after listing and selected containers by the label;
         // today's kubelet has no managed label and takes everything listed.
         let seed = !self.profile.is_current();
@@ -44,7 +44,7 @@ impl KubeGenericRuntimeManager {
             },
             ..Default::default()
         };
-        let containers = self.client.list_containers(Some(container_filter)).await?;
+        let containers = self.list_containers(Some(container_filter)).await?;
         Ok(group_pods(
             &self.runtime_name,
             self.profile,

@@ -41,7 +41,7 @@ impl KubeGenericRuntimeManager {
             label_selector: BTreeMap::from([(POD_UID.to_owned(), pod.id.clone())]),
             ..Default::default()
         };
-        let mut sandboxes = self.client.list_pod_sandbox(Some(filter)).await?;
+        let mut sandboxes = self.list_sandboxes(Some(filter)).await?;
         sort_sandboxes_newest_first(&mut sandboxes);
         let sandbox = sandboxes
             .first()

@@ -27,7 +27,7 @@ impl KubeGenericRuntimeManager {
             label_selector: BTreeMap::from([(POD_UID.to_owned(), uid.to_owned())]),
             ..Default::default()
         };
-        let mut sandboxes = self.client.list_pod_sandbox(Some(filter)).await?;
+        let mut sandboxes = self.list_sandboxes(Some(filter)).await?;
         sort_sandboxes_newest_first(&mut sandboxes);
 
         let mut sandbox_statuses = Vec::with_capacity(sandboxes.len());
@@ -71,7 +71,7 @@ impl KubeGenericRuntimeManager {
             pod_sandbox_id: sandbox_id.to_owned(),
             ..Default::default()
         };
-        let mut containers = self.client.list_containers(Some(filter)).await?;
+        let mut containers = self.list_containers(Some(filter)).await?;
         // Ask in a fixed order, not the runtime's list order (containerd's varies), so the
         // calls a case records are the same on every run: newest first, and among equal times
         // (upstream's fixtures all share one) by name and then newest attempt, which the pod

@@ -102,14 +102,12 @@ impl KubeGenericRuntimeManager {
             label_selector: scope.label_selector.clone(),
             ..Default::default()
         };
-        let listed = self
-            .client
-            .list_containers(Some(filter))
-            .await
-            .map_err(|source| GcPhaseError::ListContainers {
+        let listed = self.list_containers(Some(filter)).await.map_err(|source| {
+            GcPhaseError::ListContainers {
                 phase: "containers",
                 source,
-            })?;
+            }
+        })?;
         let min_age = i64::try_from(min_age.as_nanos()).unwrap_or(i64::MAX);
         let newest_collectable = scope.now_unix_nanos.saturating_sub(min_age);
         let mut units = EvictUnits::new();

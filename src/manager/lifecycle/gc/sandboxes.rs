@@ -26,7 +26,6 @@ impl KubeGenericRuntimeManager {
         scope: &GcScope,
     ) -> Result<(), GcPhaseError> {
         let containers = self
-            .client
             .list_containers(Some(v1::ContainerFilter {
                 label_selector: scope.label_selector.clone(),
                 ..Default::default()
@@ -37,8 +36,7 @@ impl KubeGenericRuntimeManager {
                 source,
             })?;
         let sandboxes = self
-            .client
-            .list_pod_sandbox(Some(v1::PodSandboxFilter {
+            .list_sandboxes(Some(v1::PodSandboxFilter {
                 label_selector: scope.label_selector.clone(),
                 ..Default::default()
             }))
