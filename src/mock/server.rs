@@ -157,6 +157,10 @@ impl MockRuntime {
                         // Its connections go with the runtime; say so, so a later start
                         // of this mock does not hand out URLs nobody answers.
                         mock.lock().streaming.stop();
+                        // Only once the runtime is gone are its listeners (the streaming
+                        // server's port among them) closed: a caller told "finished" before
+                        // could still reach them.
+                        drop(runtime);
                         // Nobody may be waiting for the end; that is fine.
                         let _ = finished.send(());
                     })
