@@ -575,7 +575,7 @@ async fn reset_forgets_objects_faults_clock_version_and_log() {
         .await
         .unwrap();
     inject_error(&mut control, "Status", Code::Internal, 5).await;
-    control.reset(ResetRequest {}).await.unwrap();
+    control.reset(ResetRequest::default()).await.unwrap();
     assert!(call_log(&mut control, false).await.is_empty());
     assert!(client.list_pod_sandbox(None).await.unwrap().is_empty());
     assert!(client.list_containers(None).await.unwrap().is_empty());
@@ -594,6 +594,25 @@ async fn reset_forgets_objects_faults_clock_version_and_log() {
         .map(|r| r.seq)
         .collect();
     assert_eq!(seqs[0], 0);
+}
+
+#[tokio::test]
+async fn a_reset_that_keeps_images_forgets_everything_else() {
+    let (_mock, client, mut control) = mock().await;
+    let sandbox = run_sandbox(&client, "a").await;
+    // Pulls busybox first.
+    create_container(&client, &sandbox, "a", "app").await;
+    control
+        .reset(ResetRequest { keep_images: true })
+        .await
+        .unwrap();
+    assert!(client.list_pod_sandbox(None).await.unwrap().is_empty());
+    assert!(client.list_containers(None).await.unwrap().is_empty());
+    let images = client.list_images(None).await.unwrap();
+    assert_eq!(images.len(), 1, "{images:?}");
+    assert!(client.image_status("busybox").await.unwrap().is_some());
+    // Ids start over all the same.
+    assert_eq!(run_sandbox(&client, "a").await, sandbox);
 }
 
 fn odd_sandbox(id: &str) -> v1::PodSandboxStatus {

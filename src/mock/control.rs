@@ -129,10 +129,15 @@ impl MockControl for MockControlService {
 
     async fn reset(
         &self,
-        _request: Request<api::ResetRequest>,
+        request: Request<api::ResetRequest>,
     ) -> Result<Response<api::ControlResponse>, Status> {
+        let keep_images = request.into_inner().keep_images;
         let mut inner = self.0.lock();
+        let images = std::mem::take(&mut inner.state.images);
         inner.state = Default::default();
+        if keep_images {
+            inner.state.images = images;
+        }
         inner.clock = Default::default();
         inner.faults = Default::default();
         inner.transitions = Default::default();

@@ -2,7 +2,8 @@
 //! writes them, and reading the runtime's state back. The mock is driven through the same gRPC
 //! client as a real runtime; its control service only sets the clock and injects faults.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use tonic::transport::Channel;
 
@@ -14,7 +15,10 @@ use crate::cri::{
     labels, namespace_options, v1, CallError, Container, CriClient, PodSandbox, MAX_MESSAGE_SIZE,
 };
 use crate::images;
-use crate::manager::{ContainerState, KubeletProfile};
+use crate::manager::{
+    ContainerState, KubeGenericRuntimeManager, KubeletProfile, ManagerError, NetworkPlugin,
+    NoopNetworkPlugin,
+};
 use crate::mock::MockRuntime;
 use crate::observe::Redactor;
 use crate::runner::case::DEFAULT_COMMAND;
@@ -35,6 +39,9 @@ pub struct Target {
     pub control: Option<MockControlClient<Channel>>,
     /// The kubelet whose rules the managers built for it follow.
     pub kubelet: KubeletProfile,
+    /// The manager the cases share, connected (one Version call) by the first that needs it:
+    /// it keeps no state between calls, so a case's verdict does not depend on another's.
+    manager: Arc<tokio::sync::OnceCell<KubeGenericRuntimeManager>>,
 }
 
 impl Target {
@@ -48,10 +55,13 @@ impl Target {
             .duplex_client()
             .await
             .map_err(|source| PropError::Mock { source })?;
+        // Pulled once here and kept through every reset (see `reset`), so no case pulls it.
+        ensure_image(&client).await?;
         Ok(Self {
             client,
             control: Some(control_client(channel)),
             kubelet: KubeletProfile::default(),
+            manager: Arc::default(),
         })
     }
 
@@ -61,6 +71,7 @@ impl Target {
             client,
             control: None,
             kubelet: KubeletProfile::default(),
+            manager: Arc::default(),
         }
     }
 
@@ -68,7 +79,26 @@ impl Target {
     #[must_use]
     pub fn with_kubelet(mut self, kubelet: KubeletProfile) -> Self {
         self.kubelet = kubelet;
+        // A manager connected under the old kubelet is not this target's.
+        self.manager = Arc::default();
         self
+    }
+
+    /// The shared manager, following the target's kubelet, tearing networks down with
+    /// `network`. Connects it on first use: the Version call's error is returned as is.
+    pub async fn manager(
+        &self,
+        network: Arc<dyn NetworkPlugin>,
+    ) -> Result<KubeGenericRuntimeManager, ManagerError> {
+        let shared = self
+            .manager
+            .get_or_try_init(|| async {
+                KubeGenericRuntimeManager::new(self.client.clone(), Arc::new(NoopNetworkPlugin))
+                    .await
+                    .map(|manager| manager.with_profile(self.kubelet))
+            })
+            .await?;
+        Ok(shared.clone().with_network_plugin(network))
     }
 
     /// True on the mock.
@@ -80,12 +110,12 @@ impl Target {
         self.control.clone().ok_or(PropError::NoControl { what })
     }
 
-    /// Forgets everything on the mock (a no-op on a real runtime: cases are kept apart by
-    /// naming there, and cleaned up by [`Target::cleanup`]).
+    /// Forgets everything on the mock but its images, which no case removes (a no-op on a real
+    /// runtime: cases are kept apart by naming there, and cleaned up by [`Target::cleanup`]).
     pub async fn reset(&self) -> Result<(), PropError> {
         if let Some(mut control) = self.control.clone() {
             control
-                .reset(control::ResetRequest {})
+                .reset(control::ResetRequest { keep_images: true })
                 .await
                 .map_err(|source| PropError::Control {
                     method: "Reset",
@@ -356,14 +386,38 @@ pub fn describe(action: &Action) -> String {
     }
 }
 
-/// Applies the model's steps to `target`. With `strict`, the first answer that differs from
-/// the model's outcome is a [`PropError::Disagreement`]; without, answers are only recorded (the
-/// differential compares them between runtimes).
+/// Which sandboxes' IPs [`apply`] reads, with a PodSandboxStatus right after running each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpReads {
+    /// Every sandbox's: the redactor then knows every IP (the differential).
+    All,
+    /// Only these sandboxes' (by number): the ones a check compares.
+    Of(BTreeSet<usize>),
+}
+
+impl IpReads {
+    /// None: the check compares no IP.
+    pub fn none() -> Self {
+        Self::Of(BTreeSet::new())
+    }
+
+    fn reads(&self, sandbox: usize) -> bool {
+        match self {
+            Self::All => true,
+            Self::Of(numbers) => numbers.contains(&sandbox),
+        }
+    }
+}
+
+/// Applies the model's steps to `target`, reading the IPs `ips` names. With `strict`, the
+/// first answer that differs from the model's outcome is a [`PropError::Disagreement`];
+/// without, answers are only recorded (the differential compares them between runtimes).
 pub async fn apply(
     model: &Model,
     target: &Target,
     naming: &Naming,
     strict: bool,
+    ips: &IpReads,
 ) -> Result<Applied, PropError> {
     let mut applied = Applied {
         sandboxes: vec![None; model.sandboxes.len()],
@@ -390,17 +444,22 @@ pub async fn apply(
                 let answer = client.run_pod_sandbox(config.clone(), "").await;
                 Some(match (answer, sandbox) {
                     (Ok(id), Some(number)) => {
-                        let status = client.pod_sandbox_status(&id).await.map_err(|source| {
-                            PropError::Call {
-                                what: format!("reading s{number}'s status after running it"),
-                                source,
-                            }
-                        })?;
-                        applied.ips[*number] = status
-                            .status
-                            .and_then(|s| s.network)
-                            .map(|n| n.ip)
-                            .unwrap_or_default();
+                        if ips.reads(*number) {
+                            let status =
+                                client.pod_sandbox_status(&id).await.map_err(|source| {
+                                    PropError::Call {
+                                        what: format!(
+                                            "reading s{number}'s status after running it"
+                                        ),
+                                        source,
+                                    }
+                                })?;
+                            applied.ips[*number] = status
+                                .status
+                                .and_then(|s| s.network)
+                                .map(|n| n.ip)
+                                .unwrap_or_default();
+                        }
                         applied.sandboxes[*number] = Some(id);
                         configs.insert(*number, config);
                         Ok(())
@@ -425,7 +484,8 @@ pub async fn apply(
                 start,
             } => match (&applied.sandboxes[*sandbox], configs.get(sandbox)) {
                 (Some(sandbox_id), Some(sandbox_config)) => {
-                    if !image_ready {
+                    // A mock target pulled it when it was made, and keeps it.
+                    if !image_ready && !target.is_mock() {
                         ensure_image(client).await?;
                         image_ready = true;
                     }

@@ -16,7 +16,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRng, TestRunner};
 use serde::Serialize;
 
-use super::apply::{apply, describe, Applied, Target};
+use super::apply::{apply, describe, Applied, IpReads, Target};
 use super::check::pod_alias;
 use super::error::{manager_failed, PropError};
 use super::model::{Model, Naming, PodKey};
@@ -507,7 +507,7 @@ pub async fn observe(
 ) -> Result<Observed, PropError> {
     target.reset().await?;
     let model = Model::build(&sequence.scenario, false);
-    let applied = apply(&model, target, naming, false).await?;
+    let applied = apply(&model, target, naming, false, &IpReads::All).await?;
     let redactor = applied.redactor(naming);
     let mut seen = Observed::new();
     for (step, outcome) in applied.outcomes.iter().enumerate() {

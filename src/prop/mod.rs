@@ -12,8 +12,8 @@ mod scenario;
 mod suite_out;
 
 pub use apply::{
-    apply, control_client, describe, read_state, sandbox_config, Applied, RuntimeState, Target,
-    INJECTED_MESSAGE,
+    apply, control_client, describe, read_state, sandbox_config, Applied, IpReads, RuntimeState,
+    Target, INJECTED_MESSAGE,
 };
 pub use error::PropError;
 pub use model::{

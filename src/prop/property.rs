@@ -7,7 +7,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
-use super::apply::{apply, read_state, Target, INJECTED_MESSAGE};
+use super::apply::{apply, read_state, IpReads, Target, INJECTED_MESSAGE};
 use super::check::{self, KillObservation, Scope};
 use super::error::{manager_failed, violation, PropError};
 use super::model::{Model, Naming, PodKey};
@@ -136,9 +136,9 @@ async fn manager(
     target: &Target,
     plugin: Arc<dyn NetworkPlugin>,
 ) -> Result<KubeGenericRuntimeManager, PropError> {
-    KubeGenericRuntimeManager::new(target.client.clone(), plugin)
+    target
+        .manager(plugin)
         .await
-        .map(|manager| manager.with_profile(target.kubelet))
         .map_err(manager_failed(property.name(), "new"))
 }
 
@@ -149,7 +149,7 @@ async fn get_pods(
     scope: Scope,
 ) -> Result<(), PropError> {
     let model = Model::build(scenario, target.is_mock());
-    let applied = apply(&model, target, naming, true).await?;
+    let applied = apply(&model, target, naming, true, &IpReads::none()).await?;
     let manager = manager(Property::GetPods, target, Arc::new(NoopNetworkPlugin)).await?;
     for all in [true, false] {
         let pods = manager
@@ -167,7 +167,13 @@ async fn pod_status(
     naming: &Naming,
 ) -> Result<(), PropError> {
     let model = Model::build(scenario, target.is_mock());
-    let applied = apply(&model, target, naming, true).await?;
+    // Only the IPs the check compares: each pod's newest sandbox where it is the pod's IP.
+    let ips = IpReads::Of(
+        (0..MAX_PODS)
+            .filter_map(|pod| model.pod_status(pod).ip_of)
+            .collect(),
+    );
+    let applied = apply(&model, target, naming, true, &ips).await?;
     let manager = manager(Property::PodStatus, target, Arc::new(NoopNetworkPlugin)).await?;
     for pod in 0..MAX_PODS {
         let (uid, name, namespace) = naming.identity(PodKey::Pod(pod));
@@ -245,7 +251,7 @@ async fn kill(
     scope: Scope,
 ) -> Result<(), PropError> {
     let model = Model::build(scenario, target.is_mock());
-    let applied = apply(&model, target, naming, true).await?;
+    let applied = apply(&model, target, naming, true, &IpReads::none()).await?;
     let plugin = Arc::new(if plan.faults.teardown_fails {
         RecordingNetworkPlugin::failing(INJECTED_MESSAGE)
     } else {
