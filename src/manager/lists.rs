@@ -3,8 +3,9 @@
 //! message's items joined in order; once the runtime answers a stream Unimplemented, through the
 //! unary RPCs for the rest of the manager's life, that list included. Any other failure of a
 //! stream is the list's failure: only Unimplemented means "this runtime has no streams".
-//! Follows cri-client's remote services (k8s.io/cri-client, `useStreaming`), where one flag per
-//! service connection switches both of its lists; the seed had no streams at all.
+//! Follows cri-client's remote image service on master (k8s.io/cri-client, `useStreaming`: one
+//! flag per service connection); the store holds no copy of the runtime service's streaming
+//! lists, so they are taken to follow the same rule, one flag for both. The seed had no streams.
 
 use std::sync::atomic::Ordering;
 
