@@ -1,5 +1,5 @@
 //! The kubelet feature gates that switch a rule the manager ports, with today's defaults (v1.34's;
-//! v1.36's for the gate that came later).
+//! the stored v1.35 feature list's for the crash-loop gates, and v1.36's for list streaming).
 //! A run sets them with `--feature-gates NAME=BOOL,...` and a suite case with `feature_gates:`;
 //! only gates known here are accepted, so a typo never silently runs the default rule.
 
@@ -38,6 +38,13 @@ pub enum FeatureGate {
     /// runtime answers Unimplemented. Read only under today's kubelet; the seed had no streams.
     #[allow(clippy::upper_case_acronyms)]
     CRIListStreaming,
+    /// Beta, on by default since 1.35: the crash-loop back-off stops at the node's
+    /// `crashLoopBackOff.maxContainerRestartPeriod` (300 s where unset), which is also the first
+    /// delay where it is shorter. Read only under today's kubelet.
+    KubeletCrashLoopBackOffMax,
+    /// Alpha since 1.33, off by default: the crash-loop back-off starts at 1 s and stops at
+    /// 60 s. Read only under today's kubelet.
+    ReduceDefaultCrashLoopBackOffDecay,
 }
 
 impl FeatureGate {
@@ -52,6 +59,8 @@ impl FeatureGate {
             Self::LegacySidecarContainers => false,
             Self::InPlacePodVerticalScaling => true,
             Self::CRIListStreaming => false,
+            Self::KubeletCrashLoopBackOffMax => true,
+            Self::ReduceDefaultCrashLoopBackOffDecay => false,
         }
     }
 
@@ -189,7 +198,9 @@ mod tests {
             BTreeMap::from([
                 ("CRIListStreaming", false),
                 ("InPlacePodVerticalScaling", true),
-                ("LegacySidecarContainers", false)
+                ("KubeletCrashLoopBackOffMax", true),
+                ("LegacySidecarContainers", false),
+                ("ReduceDefaultCrashLoopBackOffDecay", false)
             ])
         );
     }
@@ -212,7 +223,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unknown("SidecarContainers=true", "unknown feature gate \"SidecarContainers\" (known: LegacySidecarContainers, InPlacePodVerticalScaling, CRIListStreaming)")]
+    #[case::unknown("SidecarContainers=true", "unknown feature gate \"SidecarContainers\" (known: LegacySidecarContainers, InPlacePodVerticalScaling, CRIListStreaming, KubeletCrashLoopBackOffMax, ReduceDefaultCrashLoopBackOffDecay)")]
     #[case::no_value("LegacySidecarContainers", "not NAME=true")]
     #[case::not_a_bool("LegacySidecarContainers=yes", "not NAME=true")]
     fn bad_entries_are_refused(#[case] text: &str, #[case] message: &str) {

@@ -639,6 +639,7 @@ async fn case_outcome(
                     .config
                     .feature_gates
                     .overridden_by(&case.feature_gates),
+                crash_loop_back_off: case.crash_loop_back_off,
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }
@@ -759,6 +760,7 @@ async fn run_on_mock(
                     .config
                     .feature_gates
                     .overridden_by(&case.feature_gates),
+                crash_loop_back_off: case.crash_loop_back_off,
             };
             Box::pin(run_in(shared, suite, case, number, env)).await
         }

@@ -40,6 +40,8 @@ struct RawCase {
     #[serde(default)]
     feature_gates: crate::manager::FeatureGates,
     #[serde(default)]
+    crash_loop_back_off: crate::manager::lifecycle::CrashLoopConfig,
+    #[serde(default)]
     mock_latency: super::MockLatency,
     #[serde(default)]
     pods: BTreeMap<String, PodIdentity>,
@@ -268,6 +270,16 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
         if !names.insert(name.clone()) {
             return Err(fail("another case of this suite has the same name"));
         }
+        if raw_case.crash_loop_back_off != Default::default() {
+            if raw_case.kubelet != Some(KubeletProfile::Current) {
+                return Err(fail(
+                    "`crash_loop_back_off` configures today's kubelet: the case must say `kubelet: current`",
+                ));
+            }
+            if let Err(err) = raw_case.crash_loop_back_off.max() {
+                return Err(fail(&format!("crash_loop_back_off: {err}")));
+            }
+        }
         let clause_at = raw_case
             .clause
             .as_ref()
@@ -284,6 +296,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
             needs: raw_case.needs,
             kubelet: raw_case.kubelet,
             feature_gates: raw_case.feature_gates,
+            crash_loop_back_off: raw_case.crash_loop_back_off,
             mock_latency: raw_case.mock_latency,
             pods: raw_case.pods,
             mentioned_pods: BTreeSet::new(),

@@ -57,6 +57,10 @@ pub struct Case {
     /// Kubelet feature gates the case's manager follows over the run's `--feature-gates`
     /// (`feature_gates: {LegacySidecarContainers: true}`); unknown names are refused.
     pub feature_gates: crate::manager::FeatureGates,
+    /// The node's crash-loop cap for today's kubelet
+    /// (`crash_loop_back_off: {max_container_restart_period_seconds: 2}`); only with
+    /// `kubelet: current`, which the loader checks.
+    pub crash_loop_back_off: crate::manager::lifecycle::CrashLoopConfig,
     /// How long the mock's image calls take in this case (`mock_latency: {pull_ms: 50}`); a
     /// real runtime takes its own time, so only the mock reads it. None by default.
     pub mock_latency: MockLatency,

@@ -55,6 +55,8 @@ pub(crate) struct Env {
     pub kubelet: KubeletProfile,
     /// The feature gates the case's manager follows (the run's, then the case's).
     pub feature_gates: crate::manager::FeatureGates,
+    /// The node's crash-loop cap the case sets (`crash_loop_back_off:`).
+    pub crash_loop_back_off: crate::manager::lifecycle::CrashLoopConfig,
     /// Which attempt at the case this is, from 1 (`run --repeat`, `--rerun-failed`).
     pub attempt: u32,
     /// How the images the case names become the references it sends (`--registry-prefix`).
@@ -95,6 +97,8 @@ pub struct World {
     kubelet: KubeletProfile,
     /// The feature gates the manager follows.
     feature_gates: crate::manager::FeatureGates,
+    /// The node's crash-loop cap.
+    crash_loop_back_off: crate::manager::lifecycle::CrashLoopConfig,
     /// Which attempt at the case this is, from 1.
     attempt: u32,
     /// What a step kind keeps from one step to the next of a case (the kubelet's memory across
@@ -174,6 +178,7 @@ impl World {
             cgroup_parents: Vec::new(),
             kubelet: env.kubelet,
             feature_gates: env.feature_gates,
+            crash_loop_back_off: env.crash_loop_back_off,
             attempt: env.attempt,
             kept: BTreeMap::new(),
             observations: Vec::new(),
@@ -374,6 +379,21 @@ impl World {
     ) {
         let outcome = result.as_ref().map(answer).map_err(ToString::to_string);
         self.recorder.observe(call, outcome, None);
+    }
+
+    /// The crash-loop back-off today's kubelet (or the seed) would run with under the case's
+    /// gates and crash-loop cap, on `clock`; a cap the kubelet would refuse is the step's error.
+    pub(crate) fn crash_loop_back_off(
+        &self,
+        clock: Arc<dyn crate::manager::lifecycle::Clock>,
+    ) -> Result<crate::manager::lifecycle::Backoff, StepError> {
+        crate::manager::lifecycle::Backoff::crash_loop(
+            clock,
+            self.kubelet,
+            &self.feature_gates,
+            &self.crash_loop_back_off,
+        )
+        .map_err(|err| StepError::Unsupported(format!("the kubelet would refuse to start: {err}")))
     }
 
     /// The manager, constructed (and recorded) on first use; a failed construction is the

@@ -9,11 +9,60 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::k8s;
+use crate::manager::{FeatureGate, FeatureGates, KubeletProfile};
 
 /// The kubelet's first crash-loop delay (`backOffPeriod`).
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
 /// The kubelet's longest crash-loop delay (`MaxContainerBackOff`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The first and longest crash-loop delays under `ReduceDefaultCrashLoopBackOffDecay`
+/// (`reducedInitialCrashLoopBackOff`, `reducedMaxCrashLoopBackOff`).
+pub const REDUCED_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+/// See [`REDUCED_INITIAL_BACKOFF`].
+pub const REDUCED_MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How long a crash-loop key lives without an update: today's kubelet replaces client-go's
+/// twice-the-maximum with a fixed ten minutes (`HasExpiredFunc`), the same at the default
+/// maximum and longer under a lower cap.
+pub const CRASH_LOOP_EXPIRY: Duration = Duration::from_secs(600);
+
+/// The kubelet configuration's `crashLoopBackOff` section: the per-node cap on the crash-loop
+/// delay (`maxContainerRestartPeriod`, 1 s to 300 s), read only under today's kubelet with
+/// `KubeletCrashLoopBackOffMax` on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashLoopConfig {
+    /// `maxContainerRestartPeriod`, whole seconds; unset: the default maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_container_restart_period_seconds: Option<u64>,
+}
+
+/// Why a crash-loop configuration cannot be used, as the kubelet refuses its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CrashLoopConfigError {
+    /// Outside the kubelet's accepted range.
+    #[error("crashLoopBackOff.maxContainerRestartPeriod must be between 1 s and 300 s, not {0} s")]
+    OutOfRange(u64),
+    /// Set while the gate that reads it is off (the kubelet's own validation message).
+    #[error("FeatureGate KubeletCrashLoopBackOffMax not enabled, CrashLoopBackOff.MaxContainerRestartPeriod must not be set")]
+    GateOff,
+    /// Set for the seed, which had no such configuration.
+    #[error(
+        "crashLoopBackOff is a configuration of today's kubelet; the seed's back-off is fixed"
+    )]
+    Seed,
+}
+
+impl CrashLoopConfig {
+    /// The configured cap, checked against the kubelet's range.
+    pub fn max(&self) -> Result<Option<Duration>, CrashLoopConfigError> {
+        match self.max_container_restart_period_seconds {
+            None => Ok(None),
+            Some(seconds @ 1..=300) => Ok(Some(Duration::from_secs(seconds))),
+            Some(seconds) => Err(CrashLoopConfigError::OutOfRange(seconds)),
+        }
+    }
+}
 
 /// Where the back-off reads "now", in Unix nanoseconds (the CRI's unit for `finished_at`).
 pub trait Clock: Send + Sync {
@@ -74,6 +123,8 @@ pub struct Backoff {
     clock: Arc<dyn Clock>,
     initial: i64,
     max: i64,
+    /// A key not updated for longer than this is stable again.
+    expiry: i64,
     entries: HashMap<String, Entry>,
 }
 
@@ -98,6 +149,7 @@ impl Backoff {
             clock,
             initial: nanos(initial),
             max: nanos(max),
+            expiry: nanos(max).saturating_mul(2),
             entries: HashMap::new(),
         }
     }
@@ -105,6 +157,42 @@ impl Backoff {
     /// The kubelet's crash-loop back-off: 10 s doubling to 300 s.
     pub fn kubelet(clock: Arc<dyn Clock>) -> Self {
         Self::new(clock, INITIAL_BACKOFF, MAX_BACKOFF)
+    }
+
+    /// The crash-loop back-off of `kubelet` under `gates` and the node's `config`. The seed's
+    /// is fixed: 10 s doubling to 300 s. Today's takes 1 s to 60 s under
+    /// `ReduceDefaultCrashLoopBackOffDecay`, and under `KubeletCrashLoopBackOffMax` (on by
+    /// default) the configured cap, or 300 s where none is set (the configuration's default);
+    /// a cap below the first delay becomes the first delay too. A key lives ten minutes
+    /// without an update. Ports `newCrashLoopBackOff` (kubelet.go).
+    pub fn crash_loop(
+        clock: Arc<dyn Clock>,
+        kubelet: KubeletProfile,
+        gates: &FeatureGates,
+        config: &CrashLoopConfig,
+    ) -> Result<Self, CrashLoopConfigError> {
+        let cap = config.max()?;
+        if !kubelet.is_current() {
+            return match cap {
+                Some(_) => Err(CrashLoopConfigError::Seed),
+                None => Ok(Self::kubelet(clock)),
+            };
+        }
+        let (mut initial, mut max) =
+            if gates.enabled(FeatureGate::ReduceDefaultCrashLoopBackOffDecay) {
+                (REDUCED_INITIAL_BACKOFF, REDUCED_MAX_BACKOFF)
+            } else {
+                (INITIAL_BACKOFF, MAX_BACKOFF)
+            };
+        if gates.enabled(FeatureGate::KubeletCrashLoopBackOffMax) {
+            max = cap.unwrap_or(MAX_BACKOFF);
+            initial = initial.min(max);
+        } else if cap.is_some() {
+            return Err(CrashLoopConfigError::GateOff);
+        }
+        let mut backoff = Self::new(clock, initial, max);
+        backoff.expiry = nanos(CRASH_LOOP_EXPIRY);
+        Ok(backoff)
     }
 
     /// The current delay of `key` (zero when unknown). Ports `Backoff.Get`.
@@ -120,7 +208,7 @@ impl Backoff {
         let now = self.clock.now();
         let (initial, max) = (self.initial, self.max);
         let delay = match self.entries.get(key) {
-            Some(entry) if !expired(event_time, entry.last_update, max) => {
+            Some(entry) if !expired(event_time, entry.last_update, self.expiry) => {
                 entry.delay.saturating_mul(2).min(max)
             }
             _ => initial,
@@ -138,7 +226,7 @@ impl Backoff {
     /// Ports `Backoff.IsInBackOffSince`.
     pub fn is_in_back_off_since(&self, key: &str, event_time: i64) -> bool {
         match self.entries.get(key) {
-            Some(entry) if !expired(event_time, entry.last_update, self.max) => {
+            Some(entry) if !expired(event_time, entry.last_update, self.expiry) => {
                 self.clock.now().saturating_sub(event_time) < entry.delay
             }
             _ => false,
@@ -149,7 +237,7 @@ impl Backoff {
     /// Ports `Backoff.IsInBackOffSinceUpdate` (the image puller's check).
     pub fn is_in_back_off_since_update(&self, key: &str, event_time: i64) -> bool {
         match self.entries.get(key) {
-            Some(entry) if !expired(event_time, entry.last_update, self.max) => {
+            Some(entry) if !expired(event_time, entry.last_update, self.expiry) => {
                 event_time.saturating_sub(entry.last_update) < entry.delay
             }
             _ => false,
@@ -161,11 +249,12 @@ impl Backoff {
         self.entries.remove(key);
     }
 
-    /// Forgets every key not updated for twice the maximum. Ports `Backoff.GC`.
+    /// Forgets every key not updated within its expiry (twice the maximum unless told).
+    /// Ports `Backoff.GC`.
     pub fn gc(&mut self) {
-        let (now, max) = (self.clock.now(), self.max);
+        let (now, expiry) = (self.clock.now(), self.expiry);
         self.entries
-            .retain(|_, entry| !expired(now, entry.last_update, max));
+            .retain(|_, entry| !expired(now, entry.last_update, expiry));
     }
 
     /// The clock's current time, Unix nanoseconds.
@@ -174,10 +263,10 @@ impl Backoff {
     }
 }
 
-/// A key not updated for more than twice the maximum is stable again (client-go's
-/// `hasExpired`).
-fn expired(event_time: i64, last_update: i64, max: i64) -> bool {
-    event_time.saturating_sub(last_update) > max.saturating_mul(2)
+/// A key not updated for longer than `expiry` is stable again (client-go's `hasExpired`, with
+/// twice the maximum as its expiry).
+fn expired(event_time: i64, last_update: i64, expiry: i64) -> bool {
+    event_time.saturating_sub(last_update) > expiry
 }
 
 /// The back-off key of a pod's container:
@@ -300,5 +389,119 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(stable_key(&pod, "app", 0xbeef), "web_prod_u-1_app_beef");
+    }
+
+    /// The delays a crash-loop back-off hands out over `restarts` restarts, in whole seconds.
+    fn delays(
+        kubelet: KubeletProfile,
+        gates: &FeatureGates,
+        cap: Option<u64>,
+        restarts: usize,
+    ) -> Vec<u64> {
+        let clock = ManualClock::at(1_000 * SECOND);
+        let config = CrashLoopConfig {
+            max_container_restart_period_seconds: cap,
+        };
+        let mut backoff =
+            Backoff::crash_loop(Arc::new(clock.clone()), kubelet, gates, &config).unwrap();
+        (0..restarts)
+            .map(|_| {
+                backoff.next("k", clock.now());
+                clock.advance(Duration::from_secs(1));
+                backoff.get("k").as_secs()
+            })
+            .collect()
+    }
+
+    #[rstest]
+    #[case::seed(KubeletProfile::Seed, "", None, &[10, 20, 40, 80, 160, 300, 300])]
+    #[case::today_unset(KubeletProfile::Current, "", None, &[10, 20, 40, 80, 160, 300, 300])]
+    #[case::cap_above_the_first(KubeletProfile::Current, "", Some(30), &[10, 20, 30, 30])]
+    #[case::cap_below_the_first(KubeletProfile::Current, "", Some(2), &[2, 2, 2])]
+    #[case::reduced_decay_keeps_the_default_cap(
+        KubeletProfile::Current,
+        "ReduceDefaultCrashLoopBackOffDecay=true",
+        None,
+        &[1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
+    )]
+    #[case::reduced_decay_alone(
+        KubeletProfile::Current,
+        "ReduceDefaultCrashLoopBackOffDecay=true,KubeletCrashLoopBackOffMax=false",
+        None,
+        &[1, 2, 4, 8, 16, 32, 60, 60]
+    )]
+    #[case::the_seed_reads_no_gate(
+        KubeletProfile::Seed,
+        "ReduceDefaultCrashLoopBackOffDecay=true",
+        None,
+        &[10, 20]
+    )]
+    fn the_crash_loop_delays_follow_the_kubelet_its_gates_and_its_cap(
+        #[case] kubelet: KubeletProfile,
+        #[case] gates: &str,
+        #[case] cap: Option<u64>,
+        #[case] want: &[u64],
+    ) {
+        let gates: FeatureGates = gates.parse().unwrap();
+        assert_eq!(delays(kubelet, &gates, cap, want.len()), want);
+    }
+
+    #[rstest]
+    #[case::zero(KubeletProfile::Current, "", 0, CrashLoopConfigError::OutOfRange(0))]
+    #[case::over_five_minutes(
+        KubeletProfile::Current,
+        "",
+        301,
+        CrashLoopConfigError::OutOfRange(301)
+    )]
+    #[case::gate_off(
+        KubeletProfile::Current,
+        "KubeletCrashLoopBackOffMax=false",
+        5,
+        CrashLoopConfigError::GateOff
+    )]
+    #[case::seed(KubeletProfile::Seed, "", 5, CrashLoopConfigError::Seed)]
+    fn a_cap_the_kubelet_would_refuse_is_refused(
+        #[case] kubelet: KubeletProfile,
+        #[case] gates: &str,
+        #[case] cap: u64,
+        #[case] want: CrashLoopConfigError,
+    ) {
+        let config = CrashLoopConfig {
+            max_container_restart_period_seconds: Some(cap),
+        };
+        let gates: FeatureGates = gates.parse().unwrap();
+        let err = Backoff::crash_loop(Arc::new(WallClock), kubelet, &gates, &config).unwrap_err();
+        assert_eq!(err, want);
+    }
+
+    #[test]
+    fn a_capped_crash_loop_key_lives_ten_minutes_not_twice_the_cap() {
+        let clock = ManualClock::at(1_000 * SECOND);
+        let config = CrashLoopConfig {
+            max_container_restart_period_seconds: Some(20),
+        };
+        let mut backoff = Backoff::crash_loop(
+            Arc::new(clock.clone()),
+            KubeletProfile::Current,
+            &FeatureGates::default(),
+            &config,
+        )
+        .unwrap();
+        backoff.next("k", clock.now());
+        clock.advance(Duration::from_secs(100));
+        backoff.next("k", clock.now());
+        assert_eq!(
+            backoff.get("k"),
+            Duration::from_secs(20),
+            "100 s on, still doubling"
+        );
+        clock.advance(Duration::from_secs(601));
+        backoff.next("k", clock.now());
+        assert_eq!(
+            backoff.get("k"),
+            Duration::from_secs(10),
+            "601 s on, stable again"
+        );
     }
 }

@@ -30,7 +30,8 @@ mod sandbox_config;
 mod sync_pod;
 
 pub use backoff::{
-    stable_key, Backoff, Clock, ManualClock, WallClock, INITIAL_BACKOFF, MAX_BACKOFF,
+    stable_key, Backoff, Clock, CrashLoopConfig, CrashLoopConfigError, ManualClock, WallClock,
+    CRASH_LOOP_EXPIRY, INITIAL_BACKOFF, MAX_BACKOFF, REDUCED_INITIAL_BACKOFF, REDUCED_MAX_BACKOFF,
 };
 pub use container_config::{
     build_container_log_path, container_annotations, container_labels, directories_to_make,

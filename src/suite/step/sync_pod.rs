@@ -258,14 +258,16 @@ struct Memory {
 }
 
 impl Memory {
-    fn new() -> Self {
+    /// The case's first `sync_pod`: the crash-loop back-off the case's kubelet, gates and cap
+    /// give, on the case's clock.
+    fn new(world: &World) -> Result<Self, StepError> {
         let clock = ManualClock::at(0);
-        let backoff = Backoff::kubelet(Arc::new(CaseClock(clock.clone())));
-        Self {
+        let backoff = world.crash_loop_back_off(Arc::new(CaseClock(clock.clone())))?;
+        Ok(Self {
             clock,
             backoff,
             manifests: BTreeMap::new(),
-        }
+        })
     }
 }
 
@@ -344,11 +346,14 @@ impl StepDef for SyncPod {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let manager = world.ensure_manager().await?;
         let manifest = self.manifest(world)?;
-        let mut memory = world
+        let kept = world
             .kept
             .remove(Self::NAME)
-            .and_then(|kept| kept.downcast::<Memory>().ok())
-            .map_or_else(Memory::new, |kept| *kept);
+            .and_then(|kept| kept.downcast::<Memory>().ok());
+        let mut memory = match kept {
+            Some(kept) => *kept,
+            None => Memory::new(world)?,
+        };
         memory
             .manifests
             .insert(self.alias.clone(), manifest.clone());
