@@ -154,11 +154,13 @@ for i in range(1, runs + 1):
     spent["waiting"].append(sum(c["timing"]["waiting"] for c in cases))
     spent["calls"].append(sum(c["timing"]["calls"] for c in cases))
     spent["busy"].append(sum(c["duration"] for c in cases))
-    # The workers: each case went to the worker that was free when it started.
+    # The workers: each case went to the worker that was free when it started, and held it
+    # for its steps; its cleanup (removals, the leak check) ran beside the next case.
     workers = [[] for _ in range(parallel)]
     free = [0.0] * parallel
     for c in sorted(cases, key=lambda c: c["timing"]["started"]):
-        start, end = c["timing"]["started"], c["timing"]["started"] + c["duration"]
+        start = c["timing"]["started"]
+        end = start + c["duration"] - c["timing"].get("cleanup", 0.0)
         w = min(range(parallel), key=lambda k: (free[k] > start + 1e-3, free[k]))
         workers[w].append((start, end, f'{c["suite"]}/{c["case"]}'))
         free[w] = max(free[w], end)
@@ -187,7 +189,7 @@ for name, d in sorted(per_case.items(), key=lambda kv: -median(kv[1]["wall"])):
     print(f"    {w:6.3f} s {100 * w / busy:5.1f}%  cri {median(d['cri']):.3f} / wait {median(d['waiting']):.3f}{ref_text}  {name}"
           + ("" if d["outcome"] == "passed" else f" [{d['outcome']}]"))
 path = paths[walls.index(median(walls))] if len(walls) % 2 else paths[-1]
-print(f"  critical path (the worker that finished last, in the median run): {len(path)} cases, ends at {path[-1][1]:.2f} s")
+print(f"  critical path (the worker that finished last, in the median run; each case's steps, its cleanup overlapping the next): {len(path)} cases, ends at {path[-1][1]:.2f} s")
 previous = 0.0
 for start, end, name in path:
     gap = start - previous

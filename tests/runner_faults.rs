@@ -300,3 +300,54 @@ async fn cleanup_removes_one_runs_objects_then_any_runs_and_never_unlabelled_one
     assert_eq!(left[0].id, bystander);
     served.server.shutdown().await;
 }
+
+/// A case gives up its worker when its steps end: at `--parallel 1`, the next case's steps run
+/// while a slow sandbox removal of the one before is still under way, and each verdict still
+/// waits for its own cleanup, which left nothing.
+#[tokio::test]
+async fn the_next_case_runs_while_the_one_before_cleans_up() {
+    let served = serve().await;
+    let options = ConnectOptions::default();
+    let mut control =
+        MockControlClient::new(cri::channel(&served.endpoint, &options).await.unwrap());
+    control
+        .inject_latency(InjectLatencyRequest {
+            method: "RemovePodSandbox".to_owned(),
+            delay_ms: 400,
+            count: 0,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let cases: String = (1..=2)
+        .map(|n| format!("  - name: c{n}\n    steps:\n      - run_sandbox: {{as: sb, pod: web}}\n      - version: {{}}\n"))
+        .collect();
+    let snapshots = tempfile::tempdir().unwrap();
+    let config = config(
+        &served,
+        vec![suite(&format!("suite: overlap\nabout: x\ncases:\n{cases}"))],
+        snapshots.path(),
+    );
+    let report = runner::run(config, Interrupt::new(), None).await;
+    assert_eq!(report.passed(), 2, "{:?}", report.cases);
+    let (first, second) = (&report.cases[0], &report.cases[1]);
+    // Each case's own duration covers its cleanup, the slow removal included.
+    assert!(
+        first.timing.cleanup >= Duration::from_millis(400),
+        "{first:?}"
+    );
+    assert!(
+        second.timing.cleanup >= Duration::from_millis(400),
+        "{second:?}"
+    );
+    // The second began before the first one's cleanup was over.
+    assert!(
+        second.timing.started < first.timing.started + first.duration,
+        "c2 started at {:?}; c1 ran from {:?} for {:?}",
+        second.timing.started,
+        first.timing.started,
+        first.duration
+    );
+    assert!(labelled(&served.client).await.is_empty());
+    served.server.shutdown().await;
+}

@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long, value_name = "TAG", value_delimiter = ',')]
     tags: Vec<String>,
     /// Number of cases run at once [default: 1 against a runtime; 8 on the mock, where each
-    /// case has a mock of its own and mostly waits]
+    /// case has a mock of its own and mostly waits]. Against a runtime a case holds its place
+    /// only while its steps run: its cleanup and leak check go on beside the next case
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     parallel: Option<u16>,
     /// Time allowed for one case's steps; cleanup follows even after it runs out

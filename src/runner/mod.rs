@@ -222,6 +222,25 @@ struct Shared {
     started: Instant,
     /// How many cases the run selected: attempts after the first are numbered past them.
     selected: usize,
+    /// The run's `--parallel` workers: a case holds one while its steps run, and gives it
+    /// back before its cleanup, so on a runtime the removals overlap the next case.
+    workers: Arc<tokio::sync::Semaphore>,
+}
+
+/// A case's hold on one of the run's workers, given back once its steps are over (its cleanup
+/// and leak check go on beside the next case), or when the case ends, whichever comes first.
+struct WorkerSlot(Mutex<Option<tokio::sync::OwnedSemaphorePermit>>);
+
+impl WorkerSlot {
+    async fn take(workers: &Arc<tokio::sync::Semaphore>) -> Self {
+        // The semaphore is never closed: an error cannot happen, and would only mean no bound.
+        Self(Mutex::new(workers.clone().acquire_owned().await.ok()))
+    }
+
+    /// Gives the worker to the next case.
+    fn release(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
 }
 
 impl Shared {
@@ -323,13 +342,22 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         pulled: Arc::new(PulledImages::new(shared_record)),
         started: Instant::now(),
         selected: selected.len(),
+        workers: Arc::new(tokio::sync::Semaphore::new(parallel)),
     });
+    // On a runtime, as many cases again as there are workers may be cleaning up: each holds a
+    // worker only for its steps (see `WorkerSlot`), and its verdict waits for its own cleanup
+    // and leak check. A mock case's cleanup is its own mock's, and costs nothing to wait for.
+    let in_flight = if shared.client.is_some() {
+        parallel * 2
+    } else {
+        parallel
+    };
     let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
         .map(|(index, (suite, case))| {
             let shared = shared.clone();
             async move { run_case(&shared, &suite, &case, index + 1).await }
         })
-        .buffer_unordered(parallel)
+        .buffer_unordered(in_flight)
         .collect()
         .await;
     cases.sort_by_key(|c| c.number);
@@ -407,15 +435,18 @@ pub fn target_kind(runtime_name: &str) -> String {
 /// progress callback). An attempt during which the run was interrupted or aborted is left out
 /// unless it is the first: it was cut short, and no attempt follows it.
 async fn run_case(shared: &Shared, suite: &Suite, case: &Case, number: usize) -> CaseReport {
+    // Started once it has a worker: a case waiting for one has not begun.
+    let slot = WorkerSlot::take(&shared.workers).await;
     if let Some(progress) = &shared.progress {
         progress(Event::Started(&case.full_name(suite)));
     }
     let stopped = || shared.interrupt.is_cancelled() || shared.aborted().is_some();
-    let first = run_attempt(shared, suite, case, number, 1).await;
+    let first = run_attempt(shared, suite, case, number, 1, slot).await;
     let mut later = Vec::new();
     while shared.config.attempts.another(&first, &later) && !stopped() {
         let attempt = u32::try_from(later.len() + 2).unwrap_or(u32::MAX);
-        let report = run_attempt(shared, suite, case, number, attempt).await;
+        let slot = WorkerSlot::take(&shared.workers).await;
+        let report = run_attempt(shared, suite, case, number, attempt, slot).await;
         if stopped() {
             break;
         }
@@ -437,6 +468,7 @@ async fn run_attempt(
     case: &Case,
     number: usize,
     attempt: u32,
+    slot: WorkerSlot,
 ) -> CaseReport {
     let started = Instant::now();
     let later = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
@@ -453,7 +485,7 @@ async fn run_attempt(
         rpcs,
     } = timing::scope(
         spent.clone(),
-        Box::pin(case_outcome(shared, suite, case, isolation, attempt)),
+        Box::pin(case_outcome(shared, suite, case, isolation, attempt, &slot)),
     )
     .await;
     let totals = spent.totals();
@@ -573,6 +605,7 @@ async fn case_outcome(
     case: &Case,
     number: usize,
     attempt: u32,
+    slot: &WorkerSlot,
 ) -> Outcome {
     let skip = |why, reason: String| Outcome::of(CaseOutcome::skipped(why, reason));
     if shared.interrupt.is_cancelled() {
@@ -641,7 +674,7 @@ async fn case_outcome(
                     .overridden_by(&case.feature_gates),
                 crash_loop_back_off: case.crash_loop_back_off,
             };
-            Box::pin(run_in(shared, suite, case, number, env)).await
+            Box::pin(run_in(shared, suite, case, number, env, slot)).await
         }
         None => {
             if case.needs(Need::Process) {
@@ -649,7 +682,7 @@ async fn case_outcome(
                     "needs a real process in the container (needs: [process]); the mock runs none";
                 return skip(SkipWhy::NeedsProcess, reason.to_owned());
             }
-            run_on_mock(shared, suite, case, number, attempt).await
+            run_on_mock(shared, suite, case, number, attempt, slot).await
         }
     }
 }
@@ -689,6 +722,7 @@ async fn run_on_mock(
     case: &Case,
     number: usize,
     attempt: u32,
+    slot: &WorkerSlot,
 ) -> Outcome {
     // The harness could not set the mock up: no verdict on anything.
     let failed = |message: String| Outcome::of(CaseOutcome::Error(message));
@@ -762,7 +796,7 @@ async fn run_on_mock(
                     .overridden_by(&case.feature_gates),
                 crash_loop_back_off: case.crash_loop_back_off,
             };
-            Box::pin(run_in(shared, suite, case, number, env)).await
+            Box::pin(run_in(shared, suite, case, number, env, slot)).await
         }
         Err(why) => failed(why),
     };
@@ -774,7 +808,14 @@ async fn run_on_mock(
 /// bound, sweeps for leaks, then compares the snapshot if everything else held. The verdict
 /// follows the clause of the expectation that broke: a `must` fails the case, a `should`
 /// warns, an `observed` is only noted; a setup step that fails is an error of the case.
-async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env: Env) -> Outcome {
+async fn run_in(
+    shared: &Shared,
+    suite: &Suite,
+    case: &Case,
+    number: usize,
+    env: Env,
+    slot: &WorkerSlot,
+) -> Outcome {
     let config = &shared.config;
     if case.needs.iter().any(|need| need.in_status()) {
         // Asked of the target itself, for the handler the case's sandboxes will ask for.
@@ -856,6 +897,14 @@ async fn run_in(shared: &Shared, suite: &Suite, case: &Case, number: usize, env:
         }
     };
     let interrupted = shared.interrupt.is_cancelled() && cut_short;
+    // The steps are over: the next case may start while this one cleans up. Its verdict still
+    // waits for its own sweep below, which finds its objects by its own labels alone. Not after
+    // steps that lost the runtime (or were cut short): the next case waits for this verdict, so
+    // a runtime that stopped answering ends the run as soon as the streak says so.
+    let lost_runtime = cut_short || matches!(&steps, Err(stop) if stop.transport);
+    if !lost_runtime {
+        slot.release();
+    }
     let notes = run.take_notes();
     let mut failures: Vec<String> = Vec::new();
     let mut unreachable = false;
