@@ -83,6 +83,10 @@ pub fn rng_for(seed: u64, stream: &str) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &digest)
 }
 
+/// How many runners share a property's cases on the mock, each on a thread and a mock of its
+/// own: this machine's two cores. Fixed, so a seed gives the same cases on every machine.
+const MOCK_SHARDS: u32 = 2;
+
 /// A mock, and a runtime on the current thread that serves it and runs the cases against it.
 struct OneThread {
     runtime: tokio::runtime::Runtime,
@@ -189,7 +193,7 @@ async fn properties(args: Args, chosen: Chosen, run_id: String) -> anyhow::Resul
         });
     }
     let mut failures = Vec::new();
-    let counter = Arc::new(AtomicU64::new(0));
+    let counter = AtomicU64::new(0);
     for property in selected {
         if property.needs_mock_control() && !target.is_mock() {
             println!(
@@ -198,50 +202,79 @@ async fn properties(args: Args, chosen: Chosen, run_id: String) -> anyhow::Resul
             );
             continue;
         }
-        let config = Config {
-            cases: args.cases,
-            failure_persistence: None,
-            ..Config::default()
+        // On the mock the cases go to MOCK_SHARDS runners, each on a thread and a mock of its
+        // own; a runner's cases come from its own stream of the seed, so a seed gives the same
+        // cases whatever the machine, and the shard count never depends on it. An endpoint's
+        // cases run one after another, from the property's one stream.
+        let shards = if target.is_mock() {
+            MOCK_SHARDS.min(args.cases.max(1))
+        } else {
+            1
         };
-        let handle = tokio::runtime::Handle::current();
-        let case_target = target.clone();
-        let kubelet = args.kubelet;
-        let run_id = run_id.clone();
-        let counter = counter.clone();
+        // Case numbers (names on a runtime) are reserved for the whole property, then dealt
+        // out in turn: case i of shard k is number first + k + shards × i, whatever the timing.
+        let first = counter.fetch_add(u64::from(args.cases), Ordering::Relaxed);
         let started = Instant::now();
         let executed = Arc::new(AtomicU64::new(0));
-        let executed_in = executed.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            // On the mock, the cases, the manager and the mock all run on this one thread, on a
-            // mock of the property's own: every call is a hand-over within the thread rather
-            // than a wake-up of another, which is most of what a case costs.
-            let local = if case_target.is_mock() {
-                Some(OneThread::start(kubelet)?)
-            } else {
-                None
+        let runners = (0..shards).map(|shard| {
+            let config = Config {
+                cases: args.cases / shards + u32::from(shard < args.cases % shards),
+                failure_persistence: None,
+                ..Config::default()
             };
-            // Built on the blocking thread: boxed strategies are not Send.
-            let mut runner = TestRunner::new_with_rng(config, rng_for(seed, property.name()));
-            Ok::<_, anyhow::Error>(runner.run(&property.strategy(profile), |case| {
-                executed_in.fetch_add(1, Ordering::Relaxed);
-                let naming = Naming {
-                    run_id: run_id.clone(),
-                    case: counter.fetch_add(1, Ordering::Relaxed),
+            let stream = if shards == 1 {
+                property.name().to_owned()
+            } else {
+                format!("{}/{shard}", property.name())
+            };
+            let handle = tokio::runtime::Handle::current();
+            let case_target = target.clone();
+            let kubelet = args.kubelet;
+            let run_id = run_id.clone();
+            let executed_in = executed.clone();
+            let next = AtomicU64::new(first + u64::from(shard));
+            let step = u64::from(shards);
+            tokio::task::spawn_blocking(move || {
+                // On the mock, the cases, the manager and the mock all run on this one thread,
+                // on a mock of the shard's own: every call is a hand-over within the thread
+                // rather than a wake-up of another, which is most of what a case costs.
+                let local = if case_target.is_mock() {
+                    Some(OneThread::start(kubelet)?)
+                } else {
+                    None
                 };
-                match &local {
-                    Some(local) => local.runtime.block_on(prop::run_case(
-                        property,
-                        &case,
-                        &local.target,
-                        &naming,
-                    )),
-                    None => handle.block_on(prop::run_case(property, &case, &case_target, &naming)),
-                }
-                .map_err(|err| TestCaseError::fail(err.chain()))
-            }))
-        })
-        .await
-        .context("the property runner stopped")??;
+                // Built on the blocking thread: boxed strategies are not Send.
+                let mut runner = TestRunner::new_with_rng(config, rng_for(seed, &stream));
+                Ok::<_, anyhow::Error>(runner.run(&property.strategy(profile), |case| {
+                    executed_in.fetch_add(1, Ordering::Relaxed);
+                    let naming = Naming {
+                        run_id: run_id.clone(),
+                        case: next.fetch_add(step, Ordering::Relaxed),
+                    };
+                    match &local {
+                        Some(local) => local.runtime.block_on(prop::run_case(
+                            property,
+                            &case,
+                            &local.target,
+                            &naming,
+                        )),
+                        None => {
+                            handle.block_on(prop::run_case(property, &case, &case_target, &naming))
+                        }
+                    }
+                    .map_err(|err| TestCaseError::fail(err.chain()))
+                }))
+            })
+        });
+        // The first shard's failure, in shard order, is the one reported: the same on every
+        // run of the seed.
+        let mut outcome = Ok(());
+        for joined in futures::future::join_all(runners).await {
+            let shard = joined.context("the property runner stopped")??;
+            if outcome.is_ok() {
+                outcome = shard;
+            }
+        }
         let elapsed = started.elapsed().as_secs_f64();
         let executed = executed.load(Ordering::Relaxed);
         let rate = executed as f64 / elapsed.max(f64::EPSILON);

@@ -175,12 +175,19 @@ async fn pod_status(
     );
     let applied = apply(&model, target, naming, true, &ips).await?;
     let manager = manager(Property::PodStatus, target, Arc::new(NoopNetworkPlugin)).await?;
-    for pod in 0..MAX_PODS {
-        let (uid, name, namespace) = naming.identity(PodKey::Pod(pod));
-        let status = manager
-            .get_pod_status(&uid, &name, &namespace)
-            .await
-            .map_err(manager_failed(check::POD_STATUS, "get_pod_status"))?;
+    // All pods' statuses at once, as the kubelet's pod workers ask for theirs: nothing changes
+    // the runtime while they are read, and each is checked in pod order afterwards. On the
+    // mock's one thread, the concurrent calls share each write and wake-up of the pipe.
+    let statuses = futures::future::join_all((0..MAX_PODS).map(|pod| {
+        let manager = &manager;
+        async move {
+            let (uid, name, namespace) = naming.identity(PodKey::Pod(pod));
+            manager.get_pod_status(&uid, &name, &namespace).await
+        }
+    }))
+    .await;
+    for (pod, status) in (0..MAX_PODS).zip(statuses) {
+        let status = status.map_err(manager_failed(check::POD_STATUS, "get_pod_status"))?;
         check::check_pod_status(&model, &applied, naming, pod, &status)?;
     }
     Ok(())
