@@ -118,3 +118,72 @@ async fn a_kubectl_manifest_runs_and_is_deleted_on_the_real_runtime() {
         .unwrap();
     apply_then_delete(endpoint, &client, true).await;
 }
+
+/// `pod apply`'s back-off is the chosen kubelet's: a crash-loop cap is today's configuration,
+/// so the seed refuses it, and today's kubelet refuses it with its gate off, each before any
+/// sync; with the gate on (its default) the pod runs as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_loop_cap_is_taken_only_where_the_chosen_kubelet_takes_it() {
+    let (_dir, server, client, _control) = support::mock_on_socket().await;
+    let root = tempfile::tempdir().unwrap();
+    let manifest = root.path().join("pod.yaml");
+    let mut pod_yaml: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    pod_yaml["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("initContainers");
+    std::fs::write(&manifest, serde_json::to_string(&pod_yaml).unwrap()).unwrap();
+    let apply = |extra: &'static [&'static str]| {
+        let (manifest, endpoint, root) = (
+            manifest.clone(),
+            server.endpoint().to_string(),
+            root.path().to_owned(),
+        );
+        tokio::task::spawn_blocking(move || {
+            support::harness()
+                .args(["pod", "apply", "-r", &endpoint, "-f"])
+                .arg(manifest)
+                .arg("--root")
+                .arg(root)
+                .args(["--wait", "10s"])
+                .args(extra)
+                .output()
+                .expect("the binary runs")
+        })
+    };
+    let seed = apply(&["--max-container-restart-period-seconds", "5"])
+        .await
+        .unwrap();
+    let out = support::printed(&seed);
+    assert!(!seed.status.success(), "{out}");
+    assert!(out.contains("the seed"), "{out}");
+    let gate_off = apply(&[
+        "--kubelet",
+        "current",
+        "--feature-gates",
+        "KubeletCrashLoopBackOffMax=false",
+        "--max-container-restart-period-seconds",
+        "5",
+    ])
+    .await
+    .unwrap();
+    let out = support::printed(&gate_off);
+    assert!(!gate_off.status.success(), "{out}");
+    assert!(
+        out.contains("FeatureGate KubeletCrashLoopBackOffMax not enabled"),
+        "{out}"
+    );
+    assert_eq!(left(&client).await, (0, 0), "nothing synced: {out}");
+    let capped = apply(&[
+        "--kubelet",
+        "current",
+        "--max-container-restart-period-seconds",
+        "5",
+    ])
+    .await
+    .unwrap();
+    let out = support::printed(&capped);
+    assert!(capped.status.success(), "{out}");
+    assert!(out.contains("is running"), "{out}");
+}

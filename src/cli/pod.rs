@@ -19,8 +19,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::common::{parse_duration, EndpointArgs};
 use crate::manager::lifecycle::{
-    all_running, k8s, phase, pod, Backoff, GcLogDirs, Phase, PodSync, ProbeResults, SyncOptions,
-    WallClock,
+    all_running, k8s, phase, pod, Backoff, CrashLoopConfig, GcLogDirs, Phase, PodSync,
+    ProbeResults, SyncOptions, WallClock,
 };
 use crate::manager::{
     ContainerState, KubeGenericRuntimeManager, KubeletProfile, NoopNetworkPlugin, PodStatus,
@@ -72,6 +72,10 @@ struct ApplyArgs {
     /// Pause between two syncs (the kubelet resyncs a pod every second or so)
     #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration)]
     interval: Duration,
+    /// The node's crash-loop cap, `crashLoopBackOff.maxContainerRestartPeriod` (1 to 300 s):
+    /// today's kubelet only, under its KubeletCrashLoopBackOffMax gate
+    #[arg(long, value_name = "SECONDS")]
+    max_container_restart_period_seconds: Option<u64>,
 }
 
 /// Runs `cri-harness pod`.
@@ -85,7 +89,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let (pod, manager) = open(&args.common).await?;
     let options = options(&args.common.root);
-    let mut backoff = Backoff::kubelet(Arc::new(WallClock));
+    // The chosen kubelet's crash-loop back-off: the seed's fixed 10 s to 300 s, or today's
+    // under its gates and the node's cap; a cap that kubelet would refuse is refused here.
+    let config = CrashLoopConfig {
+        max_container_restart_period_seconds: args.max_container_restart_period_seconds,
+    };
+    let mut backoff = Backoff::crash_loop(
+        Arc::new(WallClock),
+        args.common.kubelet,
+        &args.common.feature_gates,
+        &config,
+    )
+    .context("the crash-loop back-off")?;
     let deadline = Instant::now() + args.wait;
     let mut round = 0;
     loop {
