@@ -19,25 +19,30 @@ pub(crate) use v1::ContainerEventType as Kind;
 /// Events a slow subscriber may fall behind by before it loses some (and its stream ends).
 const BACKLOG: usize = 4096;
 
-/// The broadcast every stream subscribes to.
-#[derive(Debug)]
+/// The broadcast every stream subscribes to, made with the first subscriber: its backlog is
+/// a few megabytes to fill and drop, which most mocks (one per case, one per property case
+/// runner) never need.
+#[derive(Debug, Default)]
 pub(crate) struct Events {
-    sender: broadcast::Sender<v1::ContainerEventResponse>,
-}
-
-impl Default for Events {
-    fn default() -> Self {
-        Self {
-            sender: broadcast::channel(BACKLOG).0,
-        }
-    }
+    sender: Option<broadcast::Sender<v1::ContainerEventResponse>>,
 }
 
 impl Events {
     /// Ends every open stream (the server is shutting down); later subscribers get a fresh
     /// broadcast.
     pub(crate) fn close(&mut self) {
-        *self = Self::default();
+        self.sender = None;
+    }
+
+    /// The open broadcast, where some stream still listens.
+    fn listened(&self) -> Option<&broadcast::Sender<v1::ContainerEventResponse>> {
+        self.sender.as_ref().filter(|s| s.receiver_count() > 0)
+    }
+
+    fn subscribe(&mut self) -> broadcast::Receiver<v1::ContainerEventResponse> {
+        self.sender
+            .get_or_insert_with(|| broadcast::channel(BACKLOG).0)
+            .subscribe()
     }
 }
 
@@ -51,7 +56,7 @@ pub(crate) fn emit(
     kind: Kind,
     last_sandbox: Option<&v1::PodSandboxStatus>,
 ) {
-    if inner.events.sender.receiver_count() == 0 {
+    if inner.events.listened().is_none() {
         return;
     }
     if MockRuntime::has(inner, Defect::ContainerEventDropped) && kind == Kind::ContainerStartedEvent
@@ -85,7 +90,9 @@ pub(crate) fn emit(
         containers_statuses,
     };
     // Nobody listening is no error: events are not kept for later subscribers.
-    let _ = inner.events.sender.send(event);
+    if let Some(sender) = inner.events.listened() {
+        let _ = sender.send(event);
+    }
 }
 
 /// The stream one GetContainerEvents call answers.
@@ -101,7 +108,7 @@ pub(crate) fn get_container_events(
         // Events not enabled, as CRI-O's pod events are by default: the stream ends at once.
         return Ok(Box::pin(futures::stream::empty()));
     }
-    let receiver = inner.events.sender.subscribe();
+    let receiver = inner.events.subscribe();
     let stream = futures::stream::unfold(Some(receiver), |receiver| async move {
         let mut receiver = receiver?;
         match receiver.recv().await {
