@@ -286,6 +286,21 @@ ensure_netns() {
     ip -n "$NETNS" link set lo up
 }
 
+# The lane's bridge, made before any pod with a fixed MAC address. A Linux bridge otherwise
+# takes the lowest MAC of its ports, so it changes as pods come and go, and the bridge plugin's
+# CHECK, which CRI-O runs right after a pod's ADD, then fails the RunPodSandbox with "Bridge
+# interface ... Mac doesn't match" (seen once in CI with two sandboxes made at once).
+ensure_bridge() {
+    local ip=(ip)
+    [[ -z "$NSPATH" ]] || ip=(ip -n "$NETNS")
+    if ! "${ip[@]}" link show "$BRIDGE" >/dev/null 2>&1; then
+        "${ip[@]}" link add "$BRIDGE" type bridge
+    fi
+    # Locally administered and unicast (02:...), the lane's bridge number last.
+    "${ip[@]}" link set "$BRIDGE" address "02:63:72:69:68:$(printf '%02x' "${BRIDGE//[!0-9]/}")"
+    "${ip[@]}" link set "$BRIDGE" up
+}
+
 registry_answers() {
     # shellcheck disable=SC2016 # expanded by the inner bash
     "${IN_NS[@]}" bash -c '
@@ -649,6 +664,7 @@ cmd_up() {
     ensure_system_policy
     join_shared
     ensure_netns
+    ensure_bridge
     bin="$(harness_bin)"
     start_registry
     push_images "$bin"
