@@ -296,8 +296,9 @@ ensure_bridge() {
     if ! "${ip[@]}" link show "$BRIDGE" >/dev/null 2>&1; then
         "${ip[@]}" link add "$BRIDGE" type bridge
     fi
-    # Locally administered and unicast (02:...), the lane's bridge number last.
-    "${ip[@]}" link set "$BRIDGE" address "02:63:72:69:68:$(printf '%02x' "${BRIDGE//[!0-9]/}")"
+    # Locally administered and unicast (02:...), the lane's bridge number (mod 256) last.
+    local number="${BRIDGE//[!0-9]/}"
+    "${ip[@]}" link set "$BRIDGE" address "02:63:72:69:68:$(printf '%02x' $((10#${number:-0} % 256)))"
     "${ip[@]}" link set "$BRIDGE" up
 }
 

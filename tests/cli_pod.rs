@@ -19,6 +19,7 @@ async fn pod(
     manifest: std::path::PathBuf,
     endpoint: String,
     root: std::path::PathBuf,
+    extra: &'static [&'static str],
 ) -> Output {
     tokio::task::spawn_blocking(move || {
         support::harness()
@@ -26,6 +27,7 @@ async fn pod(
             .arg(manifest)
             .arg("--root")
             .arg(root)
+            .args(extra)
             .output()
             .expect("the binary runs")
     })
@@ -40,11 +42,10 @@ async fn left(client: &CriClient) -> (usize, usize) {
     (sandboxes, objects.len() - sandboxes)
 }
 
-/// `manifest` is the fixture, or the fixture without its init container: the mock runs no
+/// Writes the fixture into `dir`, or the fixture without its init container: the mock runs no
 /// processes, so an init container there never ends by itself.
-async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool) {
-    let root = tempfile::tempdir().unwrap();
-    let manifest = root.path().join("pod.yaml");
+fn write_manifest(dir: &std::path::Path, with_init: bool) -> std::path::PathBuf {
+    let manifest = dir.join("pod.yaml");
     let mut pod_yaml: serde_json::Value =
         serde_saphyr::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
     if !with_init {
@@ -54,11 +55,18 @@ async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool
             .remove("initContainers");
     }
     std::fs::write(&manifest, serde_json::to_string(&pod_yaml).unwrap()).unwrap();
+    manifest
+}
+
+async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool) {
+    let root = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(root.path(), with_init);
     let applied = pod(
         "apply",
         manifest.clone(),
         endpoint.clone(),
         root.path().to_owned(),
+        &[],
     )
     .await;
     let out = support::printed(&applied);
@@ -87,7 +95,7 @@ async fn apply_then_delete(endpoint: String, client: &CriClient, with_init: bool
         .join(format!("harness_sleepers-6d8f9c7b5-x7kqp_{UID}"))
         .is_dir());
 
-    let deleted = pod("delete", manifest, endpoint, root.path().to_owned()).await;
+    let deleted = pod("delete", manifest, endpoint, root.path().to_owned(), &[]).await;
     let out = support::printed(&deleted);
     assert!(deleted.status.success(), "{out}");
     assert!(out.contains("deleted"), "{out}");
@@ -126,35 +134,17 @@ async fn a_kubectl_manifest_runs_and_is_deleted_on_the_real_runtime() {
 async fn a_crash_loop_cap_is_taken_only_where_the_chosen_kubelet_takes_it() {
     let (_dir, server, client, _control) = support::mock_on_socket().await;
     let root = tempfile::tempdir().unwrap();
-    let manifest = root.path().join("pod.yaml");
-    let mut pod_yaml: serde_json::Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
-    pod_yaml["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("initContainers");
-    std::fs::write(&manifest, serde_json::to_string(&pod_yaml).unwrap()).unwrap();
-    let apply = |extra: &'static [&'static str]| {
-        let (manifest, endpoint, root) = (
+    let manifest = write_manifest(root.path(), false);
+    let apply = |extra| {
+        pod(
+            "apply",
             manifest.clone(),
             server.endpoint().to_string(),
             root.path().to_owned(),
-        );
-        tokio::task::spawn_blocking(move || {
-            support::harness()
-                .args(["pod", "apply", "-r", &endpoint, "-f"])
-                .arg(manifest)
-                .arg("--root")
-                .arg(root)
-                .args(["--wait", "10s"])
-                .args(extra)
-                .output()
-                .expect("the binary runs")
-        })
+            extra,
+        )
     };
-    let seed = apply(&["--max-container-restart-period-seconds", "5"])
-        .await
-        .unwrap();
+    let seed = apply(&["--max-container-restart-period-seconds", "5"]).await;
     let out = support::printed(&seed);
     assert!(!seed.status.success(), "{out}");
     assert!(out.contains("the seed"), "{out}");
@@ -166,8 +156,7 @@ async fn a_crash_loop_cap_is_taken_only_where_the_chosen_kubelet_takes_it() {
         "--max-container-restart-period-seconds",
         "5",
     ])
-    .await
-    .unwrap();
+    .await;
     let out = support::printed(&gate_off);
     assert!(!gate_off.status.success(), "{out}");
     assert!(
@@ -180,9 +169,10 @@ async fn a_crash_loop_cap_is_taken_only_where_the_chosen_kubelet_takes_it() {
         "current",
         "--max-container-restart-period-seconds",
         "5",
+        "--wait",
+        "10s",
     ])
-    .await
-    .unwrap();
+    .await;
     let out = support::printed(&capped);
     assert!(capped.status.success(), "{out}");
     assert!(out.contains("is running"), "{out}");

@@ -56,9 +56,10 @@ pub(crate) fn emit(
     kind: Kind,
     last_sandbox: Option<&v1::PodSandboxStatus>,
 ) {
-    if inner.events.listened().is_none() {
+    // Nobody listening is no error: events are not kept for later subscribers.
+    let Some(sender) = inner.events.listened().cloned() else {
         return;
-    }
+    };
     if MockRuntime::has(inner, Defect::ContainerEventDropped) && kind == Kind::ContainerStartedEvent
     {
         return;
@@ -89,10 +90,7 @@ pub(crate) fn emit(
         pod_sandbox_status,
         containers_statuses,
     };
-    // Nobody listening is no error: events are not kept for later subscribers.
-    if let Some(sender) = inner.events.listened() {
-        let _ = sender.send(event);
-    }
+    let _ = sender.send(event);
 }
 
 /// The stream one GetContainerEvents call answers.
