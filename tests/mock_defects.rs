@@ -5,9 +5,10 @@
 
 mod support;
 
+use cri_harness::contract::known::KnownFindings;
 use cri_harness::cri::Endpoint;
 use cri_harness::mock::{Defect, Latency, MockRuntime};
-use cri_harness::runner::{CaseOutcome, Target};
+use cri_harness::runner::{CaseOutcome, Interrupt, Target};
 use cri_harness::suite;
 
 /// Each defect, and the embedded cases (`suite/case`) that must catch it.
@@ -153,6 +154,13 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
         &["conformance-runtime-features/a-running-container-is-checkpointed-into-the-archive-asked-for"],
     ),
     (
+        Defect::StoppedHostNetworkSandboxStaysReady,
+        &[
+            "network-teardown/host-network-pod-gets-no-teardown",
+            "network-teardown/without-a-spec-host-network-comes-from-the-sandbox-status",
+        ],
+    ),
+    (
         // Only every other mock made with it has it: the first one does, and this binary
         // makes no other mock with it before this row's.
         Defect::RacyStopOfExitedContainer,
@@ -163,6 +171,20 @@ const CAUGHT_BY: &[(Defect, &[&str])] = &[
 /// The outcome of each of `cases` on a fresh mock with `defects`, served on a unix socket and
 /// run as a real runtime would be: its calls take a registry's time, as `cri-harness mock`'s do.
 async fn outcomes(defects: &[Defect], cases: &[&str]) -> Vec<(String, CaseOutcome)> {
+    run_on(defects, cases, None)
+        .await
+        .cases
+        .into_iter()
+        .map(|c| (format!("{}/{}", c.suite, c.case), c.outcome))
+        .collect()
+}
+
+/// The whole report of a run of `cases` on a fresh mock with `defects`, with `known` findings.
+async fn run_on(
+    defects: &[Defect],
+    cases: &[&str],
+    known: Option<KnownFindings>,
+) -> cri_harness::report::model::RunReport {
     let dir = tempfile::tempdir().unwrap();
     let server = MockRuntime::with_defects(defects.iter().copied())
         .with_latency(Latency::REGISTRY)
@@ -191,8 +213,11 @@ async fn outcomes(defects: &[Defect], cases: &[&str]) -> Vec<(String, CaseOutcom
         image: endpoint,
     };
     let scratch = tempfile::tempdir().unwrap();
-    let config = support::run_config(target, suites, "defects", scratch.path());
-    support::run_outcomes(config).await
+    let mut config = support::run_config(target, suites, "defects", scratch.path());
+    config.known = known;
+    let report = cri_harness::runner::run(config, Interrupt::new(), None).await;
+    assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    report
 }
 
 #[test]
@@ -223,4 +248,34 @@ async fn each_defect_fails_its_cases_and_a_sound_mock_passes_them() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_sandbox_still_ready_after_its_stop_succeeded_breaks_the_runtimes_clause_not_the_kills() {
+    // The manager's kill did its part (every stop answered success), so the break is the
+    // runtime's: listed as a finding of `sandbox.stop.not-ready`, the case is known.
+    let case = "network-teardown/host-network-pod-gets-no-teardown";
+    let defect = [Defect::StoppedHostNetworkSandboxStaysReady];
+    let report = run_on(&defect, &[case], None).await;
+    let [only] = &report.cases[..] else {
+        panic!("one case: {:?}", report.cases)
+    };
+    assert!(
+        matches!(&only.outcome, CaseOutcome::Failed(why) if why.contains("sandboxes still ready")),
+        "{:?}",
+        only.outcome
+    );
+    assert_eq!(only.clause.as_deref(), Some("sandbox.stop.not-ready"));
+
+    let listed = format!(
+        "- runtime: cri-harness-mock\n  versions: \">=0.0.0\"\n  findings:\n    - {{case: {case}, clause: sandbox.stop.not-ready, reference: upstream#1}}\n"
+    );
+    let known = KnownFindings::parse("test", &listed).unwrap();
+    let report = run_on(&defect, &[case], Some(known)).await;
+    assert!(
+        matches!(&report.cases[0].outcome, CaseOutcome::Known { finding, .. } if finding == "upstream#1"),
+        "{:?}",
+        report.cases[0].outcome
+    );
+    assert!(report.success());
 }

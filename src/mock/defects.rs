@@ -78,6 +78,10 @@ pub enum Defect {
     ImageFsWithoutUsage,
     /// CheckpointContainer answers success and writes no archive.
     CheckpointArchiveMissing,
+    /// StopPodSandbox of a host-network sandbox stops its containers and answers success, but
+    /// the sandbox is still reported READY: the stop answers before the state changes, as
+    /// containerd 2.1 now and then does, and here the state never catches up until removal.
+    StoppedHostNetworkSandboxStaysReady,
 }
 
 impl Defect {
@@ -111,6 +115,7 @@ impl Defect {
         Defect::SandboxResourcesRefused,
         Defect::ImageFsWithoutUsage,
         Defect::CheckpointArchiveMissing,
+        Defect::StoppedHostNetworkSandboxStaysReady,
     ];
 
     /// The defects a new mock made with `asked` has: [`Defect::RacyStopOfExitedContainer`]

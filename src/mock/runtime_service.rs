@@ -268,7 +268,16 @@ fn stop_pod_sandbox(
     // left to release, so the stop succeeds (containerd 1.6.20 answers NotFound, a bug that
     // 1.7 fixed).
     match inner.state.find_sandbox(&request.pod_sandbox_id) {
-        Ok(key) => stop_sandbox(inner, key),
+        Ok(key) => {
+            let stays_ready = MockRuntime::has(inner, Defect::StoppedHostNetworkSandboxStaysReady)
+                && is_host_network(&inner.state.sandboxes[key].status);
+            stop_sandbox(inner, key);
+            if stays_ready {
+                inner.state.sandboxes.update(key, |sandbox| {
+                    sandbox.status.state = SandboxReady as i32;
+                });
+            }
+        }
         Err(RpcError::SandboxNotFound { .. }) => {}
         Err(err) => return Err(err),
     }

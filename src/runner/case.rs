@@ -123,7 +123,10 @@ impl<'a> CaseRun<'a> {
             };
             let message = self.world.redact(&err.to_string());
             let expects = case.expects(index);
-            let clause = case.clause_of(index).filter(|_| expects);
+            let clause = err
+                .clause()
+                .or_else(|| case.clause_of(index))
+                .filter(|_| expects);
             let level = clause.map_or(Level::Must, contract::level);
             // A runtime that did not answer, or lacks the call, broke no lesser clause.
             let answered = !err.is_transport()

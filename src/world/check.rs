@@ -41,9 +41,28 @@ pub enum StepError {
     /// say), and no runtime-neutral way is left: the case skips as `runtime_lacks`, naming it.
     #[error("the runtime does not expose {0}")]
     RuntimeLacks(String),
+    /// An expectation broke on what the runtime answered after a call of the manager's that it
+    /// had answered as done: the break is of the runtime's clause, not of the step's. (A
+    /// sandbox still READY after its StopPodSandbox succeeded breaks `sandbox.stop.not-ready`,
+    /// whatever the kill that called it was checking.)
+    #[error("{error}")]
+    Breaks {
+        /// The runtime's clause.
+        clause: &'static str,
+        /// What did not hold.
+        error: Box<StepError>,
+    },
 }
 
 impl StepError {
+    /// The clause the error itself names, over the step's own ([`StepError::Breaks`]).
+    pub fn clause(&self) -> Option<&'static str> {
+        match self {
+            StepError::Breaks { clause, .. } => Some(clause),
+            _ => None,
+        }
+    }
+
     /// True when the runtime did not answer (unavailable or out of time), as opposed to
     /// answering wrong.
     pub fn is_transport(&self) -> bool {

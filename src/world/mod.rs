@@ -519,7 +519,24 @@ impl World {
     }
 
     /// After a kill: every sandbox of the pod is not ready and none of its containers runs.
-    pub(crate) async fn check_stopped(&self, pod: &str) -> Result<(), StepError> {
+    /// `answered_stopped` holds the ids the runtime answered StopPodSandbox or StopContainer
+    /// for as done: when all that is still ready or running is among them, the break is of
+    /// the runtime's stop clause rather than of the kill's.
+    pub(crate) async fn check_stopped(
+        &self,
+        pod: &str,
+        answered_stopped: &BTreeSet<String>,
+    ) -> Result<(), StepError> {
+        let runtimes = |clause: &'static str, ids: &[&str], error: StepError| {
+            if ids.iter().all(|id| answered_stopped.contains(*id)) {
+                StepError::Breaks {
+                    clause,
+                    error: Box::new(error),
+                }
+            } else {
+                error
+            }
+        };
         let uid = self.ids.uid(pod);
         let own = self.ids.own_selector();
         let sandboxes = self
@@ -533,16 +550,21 @@ impl World {
             .iter()
             .filter(|s| s.metadata.as_ref().is_some_and(|m| m.uid == uid))
             .collect();
-        let ready: Vec<String> = pod_sandboxes
+        let ready: Vec<&str> = pod_sandboxes
             .iter()
             .filter(|s| s.state == v1::PodSandboxState::SandboxReady as i32)
-            .map(|s| self.alias_of(&s.id))
+            .map(|s| s.id.as_str())
             .collect();
         if !ready.is_empty() {
-            return Err(mismatch(
-                "stopped",
-                "all",
-                format!("sandboxes still ready: {}", show(&ready)),
+            let shown: Vec<String> = ready.iter().map(|id| self.alias_of(id)).collect();
+            return Err(runtimes(
+                "sandbox.stop.not-ready",
+                &ready,
+                mismatch(
+                    "stopped",
+                    "all",
+                    format!("sandboxes still ready: {}", show(&shown)),
+                ),
             ));
         }
         let sandbox_ids: BTreeSet<&str> = pod_sandboxes.iter().map(|s| s.id.as_str()).collect();
@@ -553,20 +575,25 @@ impl World {
                 ..Default::default()
             }))
             .await?;
-        let running: Vec<String> = containers
+        let running: Vec<&str> = containers
             .iter()
             .filter(|c| {
                 c.labels.get(labels::POD_UID) == Some(&uid)
                     || sandbox_ids.contains(c.pod_sandbox_id.as_str())
             })
             .filter(|c| c.state == v1::ContainerState::ContainerRunning as i32)
-            .map(|c| self.alias_of(&c.id))
+            .map(|c| c.id.as_str())
             .collect();
         if !running.is_empty() {
-            return Err(mismatch(
-                "stopped",
-                "all",
-                format!("containers still running: {}", show(&running)),
+            let shown: Vec<String> = running.iter().map(|id| self.alias_of(id)).collect();
+            return Err(runtimes(
+                "container.stop.exited",
+                &running,
+                mismatch(
+                    "stopped",
+                    "all",
+                    format!("containers still running: {}", show(&shown)),
+                ),
             ));
         }
         Ok(())

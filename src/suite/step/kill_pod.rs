@@ -2,14 +2,15 @@
 //! `get_pods(true)` reports it, with the pod spec the case describes; checks the teardowns,
 //! every sync result and, on the runtime, that nothing of the pod still runs.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, is_true, yes, Action, CheckError, Kind, Scope, StepDef, TextExpect};
 use crate::manager::{
-    self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, PodSpec, PodSyncResult,
-    RecordingNetworkPlugin,
+    self, Container, ContainerId, ContainerSpec, KubeGenericRuntimeManager, Pod, PodSpec,
+    PodSyncResult, RecordingNetworkPlugin, SyncAction,
 };
 use crate::observe::Answer;
 use crate::world::{expect_eq, mismatch, show, StepError, World};
@@ -239,10 +240,35 @@ impl StepDef for KillPod {
             check_results(world, wanted, &result)?;
         }
         if expect.stopped.is_some() {
-            world.check_stopped(&self.pod).await?;
+            world
+                .check_stopped(&self.pod, &answered_stopped(&running, &result))
+                .await?;
         }
         Ok(())
     }
+}
+
+/// The ids of the running pod whose stop the runtime answered as done, by the kill's results:
+/// each container whose KillContainer step succeeded, and every sandbox when the
+/// KillPodSandbox step (one for them all) did.
+fn answered_stopped(running: &Pod, result: &PodSyncResult) -> BTreeSet<String> {
+    let succeeded = |action: SyncAction, target: &str| {
+        result
+            .results
+            .iter()
+            .any(|r| r.action == action && r.target == target && r.error.is_none())
+    };
+    let containers = running
+        .containers
+        .iter()
+        .filter(|c| succeeded(SyncAction::KillContainer, &c.name))
+        .map(|c| c.id.id.clone());
+    let sandboxes = running
+        .sandboxes
+        .iter()
+        .filter(|_| succeeded(SyncAction::KillPodSandbox, &running.id))
+        .map(|s| s.id.id.clone());
+    containers.chain(sandboxes).collect()
 }
 
 impl KillPod {
