@@ -177,3 +177,50 @@ async fn a_crash_loop_cap_is_taken_only_where_the_chosen_kubelet_takes_it() {
     assert!(capped.status.success(), "{out}");
     assert!(out.contains("is running"), "{out}");
 }
+
+/// A container with a CPU limit and no request is created as the kubelet creates it: the API
+/// server has given it the limit as its request, so its shares are the limit's (512 for 500m),
+/// not the runtime's minimum, as the mock reports them back in ContainerStatus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_without_a_request_reaches_the_runtime_with_its_defaulted_request() {
+    let (_dir, server, client, _control) = support::mock_on_socket().await;
+    let root = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(root.path(), false);
+    let mut pod_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let main = pod_json["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["name"] == "main")
+        .expect("the fixture's main container");
+    main["resources"] = serde_json::json!({"limits": {"cpu": "500m"}});
+    std::fs::write(&manifest, pod_json.to_string()).unwrap();
+
+    let applied = pod(
+        "apply",
+        manifest,
+        server.endpoint().to_string(),
+        root.path().to_owned(),
+        &[],
+    )
+    .await;
+    let out = support::printed(&applied);
+    assert!(applied.status.success(), "{out}");
+    let containers = client.list_containers(None).await.unwrap();
+    let main = containers
+        .iter()
+        .find(|c| c.metadata.as_ref().is_some_and(|m| m.name == "main"))
+        .expect("main was created");
+    let status = client.container_status(&main.id).await.unwrap();
+    let linux = status
+        .status
+        .and_then(|s| s.resources)
+        .and_then(|r| r.linux)
+        .expect("the mock reports the container's resources");
+    assert_eq!(
+        (linux.cpu_shares, linux.cpu_quota, linux.cpu_period),
+        (512, 50_000, 100_000),
+        "{out}"
+    );
+}

@@ -198,8 +198,9 @@ async fn open(args: &CommonArgs) -> anyhow::Result<(k8s::Pod, KubeGenericRuntime
     Ok((pod, manager))
 }
 
-/// Parses a Pod manifest; a missing namespace reads as `default` (as kubectl applies it) and a
-/// missing uid is derived from the namespace and name.
+/// Parses a Pod manifest; a missing namespace reads as `default` (as kubectl applies it), a
+/// missing uid is derived from the namespace and name, and a container's limit without a
+/// request gets it as its request (as the API server defaults it).
 pub fn read_manifest(path: &Path) -> anyhow::Result<k8s::Pod> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -214,6 +215,8 @@ pub fn read_manifest(path: &Path) -> anyhow::Result<k8s::Pod> {
     if pod.metadata.uid.as_deref().unwrap_or_default().is_empty() {
         pod.metadata.uid = Some(derived_uid(pod::namespace(&pod), pod::name(&pod)));
     }
+    // What the API server would have done before any kubelet saw it.
+    pod::apply_api_defaults(&mut pod);
     Ok(pod)
 }
 

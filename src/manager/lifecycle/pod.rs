@@ -62,6 +62,35 @@ pub fn network_namespace_for_pod(pod: &k8s::Pod) -> v1::NamespaceMode {
     }
 }
 
+/// Applies the API server's defaulting of container resources, which every pod the kubelet
+/// sees has had: in each app and init container, a resource with a limit and no request gets
+/// the limit as its request (a request written as 0 stays). A manifest as a user writes it has
+/// not had it; a kubelet reader that treats an absent request as 0 would otherwise create such
+/// a container with the runtime's minimum CPU shares.
+pub fn apply_api_defaults(pod: &mut k8s::Pod) {
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    let containers = spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten());
+    for container in containers {
+        let Some(resources) = container.resources.as_mut() else {
+            continue;
+        };
+        let Some(limits) = resources.limits.as_ref().filter(|l| !l.is_empty()) else {
+            continue;
+        };
+        let requests = resources.requests.get_or_insert_with(Default::default);
+        for (name, limit) in limits {
+            requests
+                .entry(name.clone())
+                .or_insert_with(|| limit.clone());
+        }
+    }
+}
+
 /// Whether an init container is a restartable sidecar: its own `restartPolicy` is `Always` (the
 /// kubelet's `IsRestartableInitContainer`).
 pub fn is_restartable_init_container(container: &k8s::Container) -> bool {
@@ -358,5 +387,61 @@ spec:
         assert!(containers(&pod).is_empty());
         assert!(init_containers(&pod).is_empty());
         assert!(ephemeral_containers(&pod).is_empty());
+    }
+
+    #[test]
+    fn a_limit_without_a_request_gets_it_as_the_api_server_defaults_it() {
+        let mut pod = parse(
+            "
+metadata: {name: x}
+spec:
+  initContainers:
+    - name: init
+      resources: {limits: {cpu: 250m}}
+  containers:
+    - name: limits-only
+      resources: {limits: {cpu: 500m, memory: 64Mi}}
+    - name: some-requests
+      resources: {requests: {cpu: '0', memory: 32Mi}, limits: {cpu: '1', memory: 64Mi, ephemeral-storage: 1Gi}}
+    - name: requests-only
+      resources: {requests: {cpu: 100m}}
+    - name: none
+",
+        );
+        apply_api_defaults(&mut pod);
+        let requests = |container: &k8s::Container| -> Vec<(String, String)> {
+            let resources = container.resources.as_ref();
+            let list = resources.and_then(|r| r.requests.as_ref());
+            list.into_iter()
+                .flatten()
+                .map(|(name, q)| (name.clone(), q.0.clone()))
+                .collect()
+        };
+        let pairs = |items: &[(&str, &str)]| -> Vec<(String, String)> {
+            items
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect()
+        };
+        let apps = containers(&pod);
+        assert_eq!(
+            requests(&apps[0]),
+            pairs(&[("cpu", "500m"), ("memory", "64Mi")])
+        );
+        // A written request stays, a zero one too; what only has a limit gets it.
+        assert_eq!(
+            requests(&apps[1]),
+            pairs(&[
+                ("cpu", "0"),
+                ("ephemeral-storage", "1Gi"),
+                ("memory", "32Mi")
+            ])
+        );
+        assert_eq!(requests(&apps[2]), pairs(&[("cpu", "100m")]));
+        assert!(apps[3].resources.is_none());
+        assert_eq!(
+            requests(&init_containers(&pod)[0]),
+            pairs(&[("cpu", "250m")])
+        );
     }
 }

@@ -383,8 +383,8 @@ fn container_names(manifest: &k8s::Pod) -> Vec<String> {
 }
 
 impl SyncPod {
-    /// The manifest to sync, with the case's identity for the alias and catalogue images
-    /// resolved.
+    /// The manifest to sync, with the case's identity for the alias, catalogue images resolved
+    /// and the API server's resource defaulting applied.
     fn manifest(&self, world: &World) -> Result<k8s::Pod, StepError> {
         let mut manifest = match self.pod.as_deref().or(self.from_file.as_deref()) {
             Some(pod) => pod.clone(),
@@ -413,6 +413,8 @@ impl SyncPod {
                 resolve_image(world.image_names(), &mut container.image);
             }
         }
+        // The kubelet sees pods only after the API server's defaulting.
+        crate::manager::lifecycle::pod::apply_api_defaults(&mut manifest);
         Ok(manifest)
     }
 
