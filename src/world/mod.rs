@@ -527,7 +527,11 @@ impl World {
         pod: &str,
         answered_stopped: &BTreeSet<String>,
     ) -> Result<(), StepError> {
-        let runtimes = |clause: &'static str, ids: &[&str], error: StepError| {
+        // What is left (`what` names it), as a mismatch of `stopped`; the runtime's `clause`
+        // when it had answered the stop of every leftover as done.
+        let leftover = |clause: &'static str, what: &str, ids: &[&str]| {
+            let shown: Vec<String> = ids.iter().map(|id| self.alias_of(id)).collect();
+            let error = mismatch("stopped", "all", format!("{what}: {}", show(&shown)));
             if ids.iter().all(|id| answered_stopped.contains(*id)) {
                 StepError::Breaks {
                     clause,
@@ -556,15 +560,10 @@ impl World {
             .map(|s| s.id.as_str())
             .collect();
         if !ready.is_empty() {
-            let shown: Vec<String> = ready.iter().map(|id| self.alias_of(id)).collect();
-            return Err(runtimes(
+            return Err(leftover(
                 "sandbox.stop.not-ready",
+                "sandboxes still ready",
                 &ready,
-                mismatch(
-                    "stopped",
-                    "all",
-                    format!("sandboxes still ready: {}", show(&shown)),
-                ),
             ));
         }
         let sandbox_ids: BTreeSet<&str> = pod_sandboxes.iter().map(|s| s.id.as_str()).collect();
@@ -585,15 +584,10 @@ impl World {
             .map(|c| c.id.as_str())
             .collect();
         if !running.is_empty() {
-            let shown: Vec<String> = running.iter().map(|id| self.alias_of(id)).collect();
-            return Err(runtimes(
+            return Err(leftover(
                 "container.stop.exited",
+                "containers still running",
                 &running,
-                mismatch(
-                    "stopped",
-                    "all",
-                    format!("containers still running: {}", show(&shown)),
-                ),
             ));
         }
         Ok(())
