@@ -2,7 +2,7 @@
 //! JSON report parses and counts one sample per iteration, and nothing of the run is left.
 //! No figure is checked: timings belong to the benchmark, not to tests.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

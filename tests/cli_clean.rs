@@ -3,7 +3,7 @@
 //! `--force` removes them; a dead run's objects are removed; an interrupted run prints the
 //! exact `clean` command for what it may have left.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

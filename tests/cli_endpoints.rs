@@ -2,7 +2,7 @@
 //! (CONTAINER_RUNTIME_ENDPOINT, IMAGE_SERVICE_ENDPOINT) and crictl's config, read the same way
 //! by every subcommand; `run` and `prop` take the mock only with `--mock`.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -2,7 +2,7 @@
 //! attempts makes a case fail sometimes, and the run reports it flaky, with the count and each
 //! failed attempt, in its lines, results.json and JUnit, as CI readers of flaky tests expect.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! run and is written shrunk; a break only some runs show (a race) is reported flaky with its
 //! count and written as found, and fails the run only under `--strict`.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! process must outlive the run): the reports are written, the process stays, and SIGTERM ends
 //! it with the run's exit code.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;

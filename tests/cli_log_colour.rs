@@ -2,7 +2,7 @@
 //! and `NO_COLOR` turns them off there too. A terminal comes from util-linux's `script`; where
 //! it is missing those cases say so and return.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 

@@ -2,7 +2,7 @@
 //! that step with DeadlineExceeded, while the same case with a hold shorter than the deadline
 //! (the control) passes, and so does the case without any hold.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::harness;

@@ -3,7 +3,7 @@
 //! reference that differs fails its case with the diff; an embedded case whose reference the
 //! binary lacks fails as missing; a user suite's case with no reference yet is new, not passed.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! on one line, and `report merge` reads such logs (and report files) into one report, naming
 //! inputs that held none and node names that came twice.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! the reports record it, so equal nights show no change, a fix shows as fixed, a regression
 //! gates, and a lane that came or went is listed as a lane, never as its cases.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

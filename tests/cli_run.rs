@@ -2,8 +2,8 @@
 //! file with a misspelt step, an expectation that no longer holds, and an endpoint that is not
 //! there.
 
+use crate::support;
 use std::path::{Path, PathBuf};
-mod support;
 
 use std::process::Output;
 

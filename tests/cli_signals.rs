@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 use rstest::rstest;
 use rustix::process::{kill_process, Pid, Signal};

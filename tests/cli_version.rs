@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-mod support;
+use crate::support;
 
 fn version(args: &[&str]) -> Output {
     support::harness()

@@ -2,7 +2,7 @@
 //! message that names the field, the expected value and the observed one; a suite that asks
 //! for something these steps cannot mean is refused when it loads.
 
-mod support;
+use crate::support;
 
 use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;

@@ -3,7 +3,7 @@
 //! on that mutant and passing on a sound mock; a break only some runs show is flaky and does
 //! not end the run; a sound mock, fuzzed longer, shows nothing.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 use cri_harness::cri::control::mock_control_client::MockControlClient;
 use cri_harness::cri::control::{CallRecord, GetCallLogRequest, InjectLatencyRequest};

@@ -1,7 +1,7 @@
 //! The index of the upstream kubelet kuberuntime tests (docs/kubelet-tests.yaml): every test
 //! function and table row of the inventory under tests/fixtures/kubelet/v1.34/ maps to a unit
 //! case, a suite case or a reason, each mapped case exists, and docs/kubelet-tests.md is the
-//! index rendered. `UPDATE_KUBELET_INDEX=1 cargo test --test kubelet_index` rewrites the page.
+//! index rendered. `UPDATE_KUBELET_INDEX=1 cargo test --test all kubelet_index` rewrites the page.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -376,7 +376,7 @@ fn render(index: &Index) -> String {
     let _ = writeln!(
         page,
         "Generated from `{INDEX}` by `tests/kubelet_index.rs` (`UPDATE_KUBELET_INDEX=1 cargo test \
-         --test kubelet_index`); edit the YAML, not this page.\n"
+         --test all kubelet_index`); edit the YAML, not this page.\n"
     );
     let _ = writeln!(
         page,
@@ -472,7 +472,7 @@ fn the_page_is_the_index_rendered() {
     let current = std::fs::read_to_string(root().join(PAGE)).unwrap_or_default();
     assert!(
         current == page,
-        "{PAGE} is stale: run `UPDATE_KUBELET_INDEX=1 cargo test --test kubelet_index`"
+        "{PAGE} is stale: run `UPDATE_KUBELET_INDEX=1 cargo test --test all kubelet_index`"
     );
 }
 

@@ -3,7 +3,7 @@
 //! (kuberuntime_manager_test.go): TestStopContainerWithNotFoundError and
 //! TestGetPodStatusWithNotFoundError; the third ports TestGetPodsSorted.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

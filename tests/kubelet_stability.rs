@@ -5,7 +5,7 @@
 //! A tie broken by a run-made id (e.g. containers created at one instant, as in upstream's
 //! fixtures) would change a snapshot within a few runs.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

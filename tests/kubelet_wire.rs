@@ -5,7 +5,7 @@
 //! under each `--kubelet`, fails on any such request; these tests show that the label rule
 //! bites, over the gRPC wire and through the runner.
 
-mod support;
+use crate::support;
 
 use cri_harness::cri::{labels, v1, CriClient, PodSandbox};
 use cri_harness::manager::KubeletProfile;

@@ -22,7 +22,7 @@ use cri_harness::mock::MockRuntime;
 use rstest::rstest;
 use tonic::transport::Channel;
 
-mod support;
+use crate::support;
 
 const NAMESPACE: &str = "wire";
 const MOCK_RUNTIME_NAME: &str = "cri-harness-mock";

@@ -1,7 +1,7 @@
 //! The mock's control service, across the wire (in-memory duplex): version override, injected
 //! errors and delays, the clock, timed container exits, the call log, seeding and reset.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

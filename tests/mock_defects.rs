@@ -3,7 +3,7 @@
 //! not in setup); run on a mock without it, the same cases pass. A defect with no row fails the
 //! table test, so a new feature cannot land without cases shown to check it.
 
-mod support;
+use crate::support;
 
 use cri_harness::contract::known::KnownFindings;
 use cri_harness::cri::Endpoint;

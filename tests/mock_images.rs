@@ -1,7 +1,7 @@
 //! ImageService on the mock, across the wire (in-memory duplex): pulls answer stable ids from
 //! containerd-normalised references; status, list, remove and ImageFsInfo follow them.
 
-mod support;
+use crate::support;
 
 use cri_harness::cri::v1;
 use rstest::rstest;

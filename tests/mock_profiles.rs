@@ -4,7 +4,7 @@
 //! and requires what the kubelet always sends, gives no failure and no error; and it refuses
 //! each request that lacks one of those fields, while the same request with it is taken.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

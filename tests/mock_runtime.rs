@@ -2,7 +2,7 @@
 //! lifecycles, filters, NotFound and idempotence rules as the CRI contract states them (where
 //! it leaves room, as containerd answers).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! services on one socket, removal on shutdown), stale-socket handling, and the
 //! `cri-harness mock --listen` command.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! stats, statsp), UpdateContainerResources, ReopenContainerLog and UpdateRuntimeConfig, each
 //! as containerd 1.6 answers it.
 
-mod support;
+use crate::support;
 
 use cri_harness::cri::control::mock_control_client::MockControlClient;
 use cri_harness::cri::control::{AdvanceClockRequest, SetClockRequest};

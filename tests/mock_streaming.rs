@@ -2,7 +2,7 @@
 //! harness's own): Exec, Attach and PortForward URLs, the channel protocols, single-use tokens,
 //! and the server's reach (127.0.0.1 only, gone with the mock).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

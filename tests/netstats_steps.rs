@@ -2,7 +2,7 @@
 //! runner as a suite would run them: each case below must fail, and its message must name the
 //! field and what was seen. The passing paths run in the embedded suites.
 
-mod support;
+use crate::support;
 
 use cri_harness::runner::{self, CaseOutcome, Interrupt, Target};
 use cri_harness::suite;

@@ -4,7 +4,7 @@
 //! fields, the script is valid shell, and every cri-harness command in them is a real subcommand
 //! with real flags, as the binary's `--help` lists them.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! and the rate, the same seed gives the same cases, and unknown property names are refused
 //! with the valid ones.
 
-mod support;
+use crate::support;
 
 fn prop(args: &[&str]) -> (bool, String) {
     let output = support::harness()

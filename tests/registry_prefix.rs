@@ -3,7 +3,7 @@
 //! mirror. With the prefix every embedded suite gives the verdicts it gives without one, and
 //! the same references; without it, that runtime refuses the public names.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! the charts have one point per night and the planted slowdown is marked, and nothing is
 //! fetched. Skips without Chromium, except under CI=true, where it fails.
 
-mod support;
+use crate::support;
 
 use cri_harness::report::history::generate::{self, Plan, LANES, PATTERNS};
 use cri_harness::report::merge::generate::case_names;

@@ -3,7 +3,7 @@
 //! generated reports' cells, and clicking a failed cell shows its message and diff. Skips
 //! without Chromium, except under CI=true, where it fails. Traffic: file:// and 127.0.0.1.
 
-mod support;
+use crate::support;
 
 use cri_harness::report::merge::generate;
 use cri_harness::runner::{CaseOutcome, RunReport};

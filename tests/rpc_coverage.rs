@@ -4,7 +4,7 @@
 //! `proto/` has no case calling it, or when the book's table is not the one the runs make
 //! (rerun with UPDATE_RPC_COVERAGE=1 to write it).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! same case runs on one and skips as `runtime_lacks` on the other, naming the feature and
 //! where the runtime said so.
 
-mod support;
+use crate::support;
 
 use cri_harness::runner::{self, CaseOutcome, Interrupt, SkipWhy, Target};
 use cri_harness::suite;

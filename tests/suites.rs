@@ -5,7 +5,7 @@
 //! (`tests/kubelet_wire.rs`), so this also proves every embedded case's requests, under each
 //! `--kubelet`, on the wire.
 
-mod support;
+use crate::support;
 
 use cri_harness::manager::KubeletProfile;
 use cri_harness::runner::{self, snapshot, CaseOutcome, Interrupt, SkipWhy, Target};

@@ -7,7 +7,7 @@
 //!
 //! The cases make only setup, mock-control and check steps, so no reference is involved.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 
