@@ -250,13 +250,17 @@ impl StepDef for KillPod {
 
 /// The ids of the running pod whose stop the runtime answered as done, by the kill's results:
 /// each container whose KillContainer step succeeded, and every sandbox when the
-/// KillPodSandbox step (one for them all) did.
+/// KillPodSandbox step (one for them all) did. A result names its container, not its id, so a
+/// name counts only when no step on it failed: two running containers of one name, one stop
+/// failed, leave the failure with the kill.
 fn answered_stopped(running: &Pod, result: &PodSyncResult) -> BTreeSet<String> {
     let succeeded = |action: SyncAction, target: &str| {
-        result
+        let mut steps = result
             .results
             .iter()
-            .any(|r| r.action == action && r.target == target && r.error.is_none())
+            .filter(|r| r.action == action && r.target == target)
+            .peekable();
+        steps.peek().is_some() && steps.all(|r| r.error.is_none())
     };
     let containers = running
         .containers
@@ -383,4 +387,56 @@ fn check_results(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manager::SyncResult;
+
+    fn container(name: &str, id: &str) -> Container {
+        Container {
+            id: ContainerId {
+                r#type: "mock".into(),
+                id: id.into(),
+            },
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    fn kill(name: &str, failed: bool) -> SyncResult {
+        let mut result = SyncResult::new(SyncAction::KillContainer, name);
+        if failed {
+            result.fail("KillContainerError", "rpc error");
+        }
+        result
+    }
+
+    #[test]
+    fn a_name_counts_as_stopped_only_when_no_stop_of_that_name_failed() {
+        let running = Pod {
+            id: "uid".into(),
+            containers: vec![
+                container("app", "c1"),
+                container("app", "c2"),
+                container("side", "c3"),
+                container("idle", "c4"),
+            ],
+            sandboxes: vec![container("", "s1")],
+            ..Default::default()
+        };
+        let result = PodSyncResult {
+            results: vec![
+                kill("app", false),
+                kill("app", true),
+                kill("side", false),
+                SyncResult::new(SyncAction::KillPodSandbox, "uid"),
+            ],
+            sync_error: None,
+        };
+        let stopped = answered_stopped(&running, &result);
+        // "app" had a failed stop, "idle" no stop at all: both stay the kill's to answer for.
+        assert_eq!(stopped, BTreeSet::from(["c3".to_owned(), "s1".to_owned()]));
+    }
 }
