@@ -14,6 +14,9 @@
 # set as run (passed, failed, or skipped by the spec itself) and no other, and each spec it
 # failed must be one whose mirror case the harness reports as a listed finding (known) or
 # cannot run here either (skipped: the internet, a kernel feature). No ratio is printed then.
+# Exit status: 1 when a harness case failed or critest did not run the set's specs; 3 when
+# critest ran them and failed one that no finding explains (critest v1.36.0's own specs flake
+# here: its pull-timeout spec at 2 workers, its OOM spec at 3 and more, each now and then).
 #
 # Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
 # Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2, both
@@ -92,8 +95,12 @@ critest() {
     # at `[k8s.io] `: the specs, regex-quoted, anchored at that prefix and at the end. A spec's
     # ` [Serial]` is a ginkgo label its report adds, not part of its text, so it is dropped.
     focus="$(cut -f1 "$out/rows.tsv" | sed -e 's/ \[Serial\]$//' -e 's/[][\.|$^*+?(){}]/\\&/g' | paste -sd'|')"
+    # At one worker critest runs its specs in order by itself: its --parallel 1 would ask go
+    # test's -parallel, which ginkgo refuses to run under.
+    local workers=()
+    if ((PARALLEL > 1)); then workers=(--parallel "$PARALLEL"); fi
     start=$(date +%s.%N)
-    "${IN_NS[@]}" "$CRITEST" --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" \
+    "${IN_NS[@]}" "$CRITEST" --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" "${workers[@]}" \
         --ginkgo.no-color --ginkgo.junit-report "$out/critest$i.xml" \
         --ginkgo.focus "\\[k8s\\.io\\] ($focus)\$" >"$out/critest$i.log" 2>&1 || status=$?
     end=$(date +%s.%N)
@@ -113,7 +120,7 @@ for ((i = 1; i <= RUNS; i++)); do
         # critest's failures, each held to the harness's verdict on the spec's mirror cases.
         python3 "$REPO/ci/critest-check.py" failures "$out" "$i" || {
             echo "conformance-speed: critest failed for a reason no listed finding gives; no ratio" >&2
-            exit 1
+            exit 3
         }
     fi
 done
