@@ -20,7 +20,8 @@
 #
 # Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
 # Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2, both
-#   tools), CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary; default
+#   tools), CRITEST_PARALLEL (critest's own workers, default CRIH_PARALLEL: each tool at its
+#   best count, side by side), CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary; default
 #   ../shared/bin/critest-v1.36.0 beside the repository when it is there, with the ginkgo
 #   beside it put on PATH as `ginkgo` for --parallel; CRITEST=none skips critest),
 #   CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec times,
@@ -33,6 +34,7 @@ RUNS="${1:-3}"
 SET="${2:-core}"
 BIN="${CRIH_BIN:-target/release/cri-harness}"
 PARALLEL="${CRIH_PARALLEL:-2}"
+CRITEST_WORKERS="${CRITEST_PARALLEL:-$PARALLEL}"
 KNOWN="${CRIH_KNOWN:-findings}"
 TIMES="${CRITEST_TIMES:-../shared/critest-v1.36.0-specs.md}"
 : "${CONTAINER_RUNTIME_ENDPOINT:?set it (ci/containerd.sh up prints it)}"
@@ -98,7 +100,7 @@ critest() {
     # At one worker critest runs its specs in order by itself: its --parallel 1 would ask go
     # test's -parallel, which ginkgo refuses to run under.
     local workers=()
-    if ((PARALLEL > 1)); then workers=(--parallel "$PARALLEL"); fi
+    if ((CRITEST_WORKERS > 1)); then workers=(--parallel "$CRITEST_WORKERS"); fi
     start=$(date +%s.%N)
     "${IN_NS[@]}" "$CRITEST" --runtime-endpoint "$CONTAINER_RUNTIME_ENDPOINT" "${workers[@]}" \
         --ginkgo.no-color --ginkgo.junit-report "$out/critest$i.xml" \
@@ -125,9 +127,10 @@ for ((i = 1; i <= RUNS; i++)); do
     fi
 done
 
-python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" <<'PY'
+python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" "$CRITEST_WORKERS" <<'PY'
 import json, os, statistics, sys
 out, runs, parallel, set_name, times_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+critest_workers = int(sys.argv[6])
 rows = [line.rstrip("\n").split("\t") for line in open(f"{out}/rows.tsv") if line.strip()]
 spec_of = {}
 for spec, cases in rows:
@@ -184,7 +187,7 @@ if os.path.exists(f"{out}/critest1.time"):
     critest_walls = [wall("critest", i) for i in range(1, runs + 1)]
     ratio = median(walls) / median(critest_walls)
     print(f"  critest, the same {len(rows)} specs (each run's JUnit report checked: those specs and no other ran), "
-          f"same machine, alternating runs: median {median(critest_walls):.2f} s "
+          f"same machine, alternating runs, --parallel {critest_workers}: median {median(critest_walls):.2f} s "
           f"(runs: {', '.join(f'{w:.2f}' for w in critest_walls)}); ratio {ratio:.2f} (target: at most 0.40)")
 else:
     print("  critest: not run (no critest in CRITEST or ../shared/bin; CRITEST=none was given, or none is there)")
