@@ -267,3 +267,57 @@ fn the_speed_script_fails_on_a_critest_that_did_not_run_the_sets_specs(
     );
     assert!(!stdout.contains("ratio"), "{stdout}");
 }
+
+/// `ci/critest-check.py failures`: a spec critest failed is accepted only when the harness's
+/// run reports its mirror as a listed finding or a skip, or when the lab's images cannot pass
+/// it (MaskedPaths alone); any other failure is unexplained, and the check fails.
+#[rstest::rstest]
+#[case::whose_mirror_passed("passed", "a spec", false)]
+#[case::whose_mirror_is_a_listed_finding("known", "a spec", true)]
+#[case::whose_mirror_cannot_run_here("skipped", "a spec", true)]
+#[case::that_the_lab_images_cannot_pass(
+    "passed",
+    "Security Context bucket runtime should support MaskedPaths",
+    true
+)]
+fn a_failed_critest_spec_is_accepted_only_for_a_reason(
+    #[case] mirror: &str,
+    #[case] spec: &str,
+    #[case] accepted: bool,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    std::fs::write(out.join("rows.tsv"), format!("{spec}\tsuite/mirror\n")).unwrap();
+    std::fs::write(
+        out.join("critest1.xml"),
+        format!(
+            r#"<testsuites><testsuite><testcase name="[It] [k8s.io] {spec}" status="failed"><failure message="boom"/></testcase></testsuite></testsuites>"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(out.join("critest1.status"), "1\n").unwrap();
+    std::fs::create_dir(out.join("run1")).unwrap();
+    std::fs::write(
+        out.join("run1/results.json"),
+        format!(r#"{{"cases": [{{"suite": "suite", "case": "mirror", "outcome": "{mirror}"}}]}}"#),
+    )
+    .unwrap();
+    let output = std::process::Command::new("python3")
+        .arg("ci/critest-check.py")
+        .arg("failures")
+        .arg(out)
+        .arg("1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.success(), accepted, "{said}");
+    if accepted {
+        assert!(said.contains("accepted"), "{said}");
+    } else {
+        assert!(said.contains("no listed finding"), "{said}");
+    }
+}

@@ -70,7 +70,18 @@ pub struct TestImage {
     /// `images pull` puts in the runtime; the image-manager images are pulled and removed by
     /// the cases themselves, so a pre-pull would only hide what the cases check.
     pub kept: bool,
+    /// True for the images critest v1.36.0 itself runs: their `/bin` also holds the programs
+    /// its specs exec there ([`CRITEST_TOOLS`]), as the e2e images it names do.
+    pub critest_tools: bool,
 }
+
+/// The programs critest v1.36.0's security specs exec in its busybox and nginx images that
+/// [`APPLETS`] leaves out: `brctl` (Privileged, adding capability: `brctl addbr`), `ping`
+/// (dropping NET_RAW: `ping 127.0.0.1` must be refused; the one network client here, and it
+/// only ever pings the loopback), `pidof` (HostPID: `pidof nginx`), and `ipcs`, a script, as
+/// busybox-static has no such applet (HostIpc: `ipcs -m` lists the IPC namespace's shared
+/// memory). Only critest's images carry them: the harness's own cases never need them.
+pub const CRITEST_TOOLS: &[&str] = &["brctl", "ipcs", "pidof", "ping"];
 
 /// `i32::MAX` seconds (68 years): outlives any run, and every `sleep` parses it. `sleep` as PID 1
 /// has no SIGTERM handler, so the kernel drops SIGTERM for it; runtimes stop sandboxes with
@@ -102,6 +113,7 @@ const fn case_image(
         user: "",
         rootfs: Rootfs::Busybox,
         kept: false,
+        critest_tools: false,
     }
 }
 
@@ -147,12 +159,15 @@ macro_rules! web_server {
 
 /// The nginx image's config: a web server on port 80 as [`web_server!`]'s, under a first
 /// process that shows what critest's PID namespace specs read of nginx's: its pid in
-/// `/var/run/nginx.pid`, and `master process` in its command line (the shell's last argument).
-/// The shell stays PID 1 and exits 0 on SIGTERM, taking the server with it.
+/// `/var/run/nginx.pid`, the name `nginx` (its `comm`, which the shell sets for itself, so
+/// `pidof nginx` in a host-PID container finds it), and `master process` in its command line
+/// (the shell's last argument). The shell stays PID 1 and exits 0 on SIGTERM, taking the
+/// server with it.
 const NGINX_ENTRYPOINT: &[&str] = &[
     "/bin/sh",
     "-c",
-    "echo $$ >/var/run/nginx.pid; echo httpd: serving /www on port 80; \
+    "echo $$ >/var/run/nginx.pid; printf nginx >/proc/$$/comm; \
+     echo httpd: serving /www on port 80; \
      httpd -f -p 80 -h /www & server=$!; trap 'kill $server; exit 0' TERM; wait",
     "nginx: master process",
 ];
@@ -168,6 +183,7 @@ const fn web_image(
         entrypoint,
         cmd: &[],
         rootfs: Rootfs::WebServer,
+        critest_tools: true,
         ..case_image(name, reference, purpose)
     }
 }
@@ -198,6 +214,7 @@ static CATALOGUE: [TestImage; 33] = [
         user: "",
         rootfs: Rootfs::Busybox,
         kept: true,
+        critest_tools: false,
     },
     TestImage {
         name: "busybox",
@@ -210,6 +227,7 @@ static CATALOGUE: [TestImage; 33] = [
         user: "",
         rootfs: Rootfs::Busybox,
         kept: true,
+        critest_tools: false,
     },
     case_image(
         "test-image-tag",
@@ -290,11 +308,14 @@ static CATALOGUE: [TestImage; 33] = [
     // critest v1.36.0's own images, so critest runs against the mock, and against a runtime
     // that pulls from the harness's registry, as it does online (`pkg/validate/consts.go`,
     // `multi_container_linux.go` and the framework's default test container image).
-    case_image(
-        "critest-busybox",
-        "registry.k8s.io/e2e-test-images/busybox:1.29-2",
-        "critest v1.36.0's test containers: the same busybox under the tag critest names",
-    ),
+    TestImage {
+        critest_tools: true,
+        ..case_image(
+            "critest-busybox",
+            "registry.k8s.io/e2e-test-images/busybox:1.29-2",
+            "critest v1.36.0's test containers: the same busybox under the tag critest names",
+        )
+    },
     web_image(
         "critest-nginx",
         "registry.k8s.io/e2e-test-images/nginx:1.14-2",

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::nnp::{self, NNP_MODE, NNP_PATH};
 use super::platform::{self, Platform};
 use super::tar::TarTree;
-use super::{ImageError, Rootfs, TestImage, APPLETS, IMAGE_PATH, WEB_ROOT};
+use super::{ImageError, Rootfs, TestImage, APPLETS, CRITEST_TOOLS, IMAGE_PATH, WEB_ROOT};
 
 /// Where every image has `pgrep`, which critest's commands run and Debian's busybox-static
 /// lacks as an applet.
@@ -27,6 +27,21 @@ for dir in /proc/[0-9]*; do
     if [ \"$name\" = \"$1\" ]; then echo \"${dir#/proc/}\"; status=0; fi
 done
 exit $status
+";
+
+pub(crate) const IPCS_PATH: &str = "bin/ipcs";
+
+/// `ipcs -m`: the shared memory segments of the caller's IPC namespace, from
+/// `/proc/sysvipc/shm`, in util-linux's columns (key, shmid, owner, perms, bytes, nattch).
+const IPCS_SCRIPT: &[u8] = b"#!/bin/sh
+# ipcs -m: this IPC namespace's shared memory segments (busybox-static has no ipcs applet).
+[ \"$*\" = -m ] || { echo 'usage: ipcs -m' >&2; exit 2; }
+echo '------ Shared Memory Segments --------'
+echo 'key        shmid      owner      perms      bytes      nattch'
+[ -r /proc/sysvipc/shm ] || exit 0
+tail -n +2 /proc/sysvipc/shm | while read -r key shmid perms size cpid lpid nattch uid rest; do
+    printf '%-10s %-10s %-10s %-10s %-10s %s\\n' \"$key\" \"$shmid\" \"$uid\" \"$perms\" \"$size\" \"$nattch\"
+done
 ";
 
 /// The page a web server image serves.
@@ -299,6 +314,15 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
         tree.symlink(&format!("bin/{applet}"), "busybox");
     }
     tree.file(PGREP_PATH, 0o755, PGREP_SCRIPT.to_vec());
+    if image.critest_tools {
+        for tool in CRITEST_TOOLS {
+            if *tool == "ipcs" {
+                tree.file(IPCS_PATH, 0o755, IPCS_SCRIPT.to_vec());
+            } else {
+                tree.symlink(&format!("bin/{tool}"), "busybox");
+            }
+        }
+    }
     tree.file("etc/passwd", 0o644, image.rootfs.passwd().into_bytes());
     tree.file("etc/group", 0o644, image.rootfs.group().into_bytes());
     match image.rootfs {
@@ -654,6 +678,30 @@ mod tests {
         for expected in ["bin/", "bin/busybox", "etc/passwd", "proc/", "tmp/"] {
             assert!(paths.contains(&expected), "{expected}");
         }
+    }
+
+    #[test]
+    fn only_critests_images_carry_the_tools_its_specs_exec() {
+        for image in crate::images::catalogue() {
+            let tree = rootfs(&fake_busybox(b"payload"), image).unwrap();
+            let paths: Vec<&str> = tree.paths().collect();
+            for tool in CRITEST_TOOLS {
+                assert_eq!(
+                    paths.contains(&format!("bin/{tool}").as_str()),
+                    image.critest_tools,
+                    "{} {tool}",
+                    image.name
+                );
+            }
+        }
+        for name in ["critest-busybox", "critest-nginx", "critest-httpd"] {
+            assert!(find(name).unwrap().critest_tools, "{name}");
+        }
+        let (mode, script) = entry("critest-busybox", IPCS_PATH);
+        assert_eq!(mode, 0o755);
+        assert!(String::from_utf8(script)
+            .unwrap()
+            .contains("/proc/sysvipc/shm"));
     }
 
     /// The layer entry at `path` of `image`'s root filesystem: its mode and contents.
