@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::{is_default, CheckError, Kind, Scope, StepDef};
-use crate::cri::CriClient;
+use crate::cri::{v1, CriClient};
 use crate::world::{StepError, World};
 
 /// The longest a graceful stop waits for the process's TERM trap.
@@ -98,14 +98,27 @@ async fn await_term_trap(client: &CriClient, id: &str) {
 }
 
 /// The pid of the container's first process: the one the runtime's verbose status names, or
-/// else the one found by the container's id in the host's cgroups.
+/// else the one found by the container's id in the host's cgroups. None for a container the
+/// status says is not running ([`running_pid`]).
 async fn first_process(client: &CriClient, id: &str) -> Option<u32> {
-    let named = client
-        .container_status_verbose(id)
-        .await
-        .ok()
-        .and_then(|answer| crate::cri::process_id(&answer.info));
-    named.or_else(|| crate::host::processes::first_process_of(id))
+    match client.container_status_verbose(id).await {
+        Ok(answer) => running_pid(&answer)?,
+        Err(_) => None,
+    }
+    .or_else(|| crate::host::processes::first_process_of(id))
+}
+
+/// From a verbose ContainerStatus answer: `None` when the container is not running, so there
+/// is no trap to wait for. One created and never started has at most the OCI runtime's init,
+/// which execs the command only on StartContainer (CRI-O names that init's pid, and a wait for
+/// its trap would last [`TRAP_WAIT`]); an exited one has no process left. Else the pid the
+/// runtime names, if any.
+fn running_pid(answer: &v1::ContainerStatusResponse) -> Option<Option<u32>> {
+    let running = answer
+        .status
+        .as_ref()
+        .is_some_and(|status| status.state == v1::ContainerState::ContainerRunning as i32);
+    running.then(|| crate::cri::process_id(&answer.info))
 }
 
 /// Whether a NUL-separated command line is an OCI runtime's init before it execs the
@@ -174,6 +187,24 @@ mod tests {
     #[case::unreadable("Name:\tsh\n", false)]
     fn sigterm_is_read_from_the_caught_mask(#[case] status: &str, #[case] caught: bool) {
         assert_eq!(catches_sigterm(status), caught);
+    }
+
+    #[rstest]
+    #[case::running(v1::ContainerState::ContainerRunning, Some(Some(4242)))]
+    #[case::created_with_the_inits_pid(v1::ContainerState::ContainerCreated, None)]
+    #[case::exited(v1::ContainerState::ContainerExited, None)]
+    fn only_a_running_containers_pid_is_awaited(
+        #[case] state: v1::ContainerState,
+        #[case] pid: Option<Option<u32>>,
+    ) {
+        let answer = v1::ContainerStatusResponse {
+            status: Some(v1::ContainerStatus {
+                state: state as i32,
+                ..Default::default()
+            }),
+            info: [("info".to_owned(), r#"{"pid":4242}"#.to_owned())].into(),
+        };
+        assert_eq!(running_pid(&answer), pid);
     }
 
     #[rstest]
