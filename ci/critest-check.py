@@ -19,12 +19,12 @@ import xml.etree.ElementTree as ET
 PREFIX = "[It] [k8s.io] "
 FAILED = {"failed", "panicked", "interrupted", "timedout", "aborted"}
 
-# The specs no image built from Debian's busybox-static can pass, whatever the runtime does. The
-# e2e images critest names are a busybox whose applets are hard links and whose shell looks
-# commands up on PATH; the lab's is one binary that its applets link to by symlink, and whose
-# shell runs an applet's name as the applet itself (FEATURE_SH_STANDALONE). A failure here is
-# accepted for the timing only, printed with its reason; the harness's own case for the spec
-# checks the clause its own way and must pass.
+# The specs no image built from Debian's busybox-static can pass, whatever the runtime does.
+# critest's assertion there ("/bin/sh: ls: Permission denied") needs an image whose shell stays
+# runnable with /bin/ls masked and looks `ls` up on PATH. In the lab's images the applets are
+# symlinks to one busybox binary, and its shell runs an applet's name as the applet itself
+# (FEATURE_SH_STANDALONE). A failure here is accepted for the timing only, printed with its
+# reason; the harness's own case for the spec checks the clause its own way and must pass.
 LAB_IMAGES = {
     "Security Context bucket runtime should support MaskedPaths":
         "the spec masks /bin/ls and expects `sh -c ls` to fail: here /bin/ls is a symlink to "

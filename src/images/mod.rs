@@ -77,8 +77,8 @@ pub struct TestImage {
 
 /// The programs critest v1.36.0's security specs exec in its busybox and nginx images that
 /// [`APPLETS`] leaves out: `brctl` (Privileged, adding capability: `brctl addbr`), `ping`
-/// (dropping NET_RAW: `ping 127.0.0.1` must be refused; the one network client here, and it
-/// only ever pings the loopback), `pidof` (HostPID: `pidof nginx`), and `ipcs`, a script, as
+/// (dropping NET_RAW: `ping 127.0.0.1` must be refused; the one network client in any image
+/// here, and critest pings only the loopback with it), `pidof` (HostPID: `pidof nginx`), and `ipcs`, a script, as
 /// busybox-static has no such applet (HostIpc: `ipcs -m` lists the IPC namespace's shared
 /// memory). Only critest's images carry them: the harness's own cases never need them.
 pub const CRITEST_TOOLS: &[&str] = &["brctl", "ipcs", "pidof", "ping"];

@@ -7,7 +7,8 @@
 //! first process whose command line sets a TERM trap has set it (its `SigCgt` in
 //! `/proc/PID/status`). The pid is the one the runtime's verbose status names, or else the first
 //! process in a host cgroup named after the container (`host::processes`). Without a pid (the
-//! mock, a runtime on another host or in a VM) or such a trap, the stop goes at once.
+//! mock, a runtime on another host or in a VM), in a container that is not running, or without
+//! such a trap, the stop goes at once.
 
 use std::time::{Duration, Instant};
 
