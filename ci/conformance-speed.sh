@@ -21,9 +21,10 @@
 # Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
 # Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2, both
 #   tools), CRITEST_PARALLEL (critest's own workers, default CRIH_PARALLEL: each tool at its
-#   best count, side by side), CRIH_KNOWN (findings, default findings/), CRITEST (a critest v1.36.0 binary; default
-#   ../shared/bin/critest-v1.36.0 beside the repository when it is there, with the ginkgo
-#   beside it put on PATH as `ginkgo` for --parallel; CRITEST=none skips critest),
+#   best count, side by side), CRIH_KNOWN (findings, default findings/), CRITEST (a critest
+#   v1.36.0 binary; default ../shared/bin/critest-v1.36.0 beside the repository when it is
+#   there, with the ginkgo beside it put on PATH as `ginkgo` for --parallel; CRITEST=none
+#   skips critest),
 #   CRITEST_TIMES (a Markdown table `| spec | result | seconds |` of critest's per-spec times,
 #   printed beside each case for reference; default ../shared/critest-v1.36.0-specs.md when it
 #   exists; never divided by), CRIH_NETNS (the network namespace both tools run in, as

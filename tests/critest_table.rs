@@ -309,11 +309,7 @@ fn a_failed_critest_spec_is_accepted_only_for_a_reason(
         .arg("1")
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let said = crate::support::printed(&output);
     assert_eq!(output.status.success(), accepted, "{said}");
     if accepted {
         assert!(said.contains("accepted"), "{said}");

@@ -71,17 +71,17 @@ pub struct TestImage {
     /// the cases themselves, so a pre-pull would only hide what the cases check.
     pub kept: bool,
     /// True for the images critest v1.36.0 itself runs: their `/bin` also holds the programs
-    /// its specs exec there ([`CRITEST_TOOLS`]), as the e2e images it names do.
+    /// its specs exec there ([`CRITEST_APPLETS`] and `ipcs`), as the e2e images it names do.
     pub critest_tools: bool,
 }
 
-/// The programs critest v1.36.0's security specs exec in its busybox and nginx images that
-/// [`APPLETS`] leaves out: `brctl` (Privileged, adding capability: `brctl addbr`), `ping`
-/// (dropping NET_RAW: `ping 127.0.0.1` must be refused; the one network client in any image
-/// here, and critest pings only the loopback with it), `pidof` (HostPID: `pidof nginx`), and `ipcs`, a script, as
-/// busybox-static has no such applet (HostIpc: `ipcs -m` lists the IPC namespace's shared
-/// memory). Only critest's images carry them: the harness's own cases never need them.
-pub const CRITEST_TOOLS: &[&str] = &["brctl", "ipcs", "pidof", "ping"];
+/// The busybox applets critest v1.36.0's security specs exec in its busybox and nginx images
+/// that [`APPLETS`] leaves out: `brctl` (Privileged, adding capability: `brctl addbr`), `pidof`
+/// (HostPID: `pidof nginx`) and `ping` (dropping NET_RAW: `ping 127.0.0.1` must be refused; the
+/// one network client in any image here, and critest pings only the loopback with it). Those
+/// images also have an `ipcs -m` script, as busybox-static has no such applet (HostIpc). Only
+/// critest's images carry them: the harness's own cases never need them.
+pub const CRITEST_APPLETS: &[&str] = &["brctl", "pidof", "ping"];
 
 /// `i32::MAX` seconds (68 years): outlives any run, and every `sleep` parses it. `sleep` as PID 1
 /// has no SIGTERM handler, so the kernel drops SIGTERM for it; runtimes stop sandboxes with

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::nnp::{self, NNP_MODE, NNP_PATH};
 use super::platform::{self, Platform};
 use super::tar::TarTree;
-use super::{ImageError, Rootfs, TestImage, APPLETS, CRITEST_TOOLS, IMAGE_PATH, WEB_ROOT};
+use super::{ImageError, Rootfs, TestImage, APPLETS, CRITEST_APPLETS, IMAGE_PATH, WEB_ROOT};
 
 /// Where every image has `pgrep`, which critest's commands run and Debian's busybox-static
 /// lacks as an applet.
@@ -315,13 +315,10 @@ fn rootfs(busybox: &Busybox, image: &TestImage) -> Result<TarTree, ImageError> {
     }
     tree.file(PGREP_PATH, 0o755, PGREP_SCRIPT.to_vec());
     if image.critest_tools {
-        for tool in CRITEST_TOOLS {
-            if *tool == "ipcs" {
-                tree.file(IPCS_PATH, 0o755, IPCS_SCRIPT.to_vec());
-            } else {
-                tree.symlink(&format!("bin/{tool}"), "busybox");
-            }
+        for applet in CRITEST_APPLETS {
+            tree.symlink(&format!("bin/{applet}"), "busybox");
         }
+        tree.file(IPCS_PATH, 0o755, IPCS_SCRIPT.to_vec());
     }
     tree.file("etc/passwd", 0o644, image.rootfs.passwd().into_bytes());
     tree.file("etc/group", 0o644, image.rootfs.group().into_bytes());
@@ -685,7 +682,8 @@ mod tests {
         for image in crate::images::catalogue() {
             let tree = rootfs(&fake_busybox(b"payload"), image).unwrap();
             let paths: Vec<&str> = tree.paths().collect();
-            for tool in CRITEST_TOOLS {
+            let tools = CRITEST_APPLETS.iter().copied().chain(["ipcs"]);
+            for tool in tools {
                 assert_eq!(
                     paths.contains(&format!("bin/{tool}").as_str()),
                     image.critest_tools,
