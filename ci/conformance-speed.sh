@@ -19,6 +19,8 @@
 # here: its pull-timeout spec at 2 workers, its OOM spec at 3 and more, each now and then).
 #
 # Usage: ci/conformance-speed.sh [RUNS] [SET]   (CONTAINER_RUNTIME_ENDPOINT set, as root)
+# The harness runs with --share-sandboxes: its cases that only need a home for their containers
+# share READY sandboxes, one case at a time each (CRIH_SHARE_SANDBOXES=0 times it without).
 # Environment: CRIH_BIN (default target/release/cri-harness), CRIH_PARALLEL (default 2, both
 #   tools), CRITEST_PARALLEL (critest's own workers, default CRIH_PARALLEL: each tool at its
 #   best count, side by side), CRIH_KNOWN (findings, default findings/), CRITEST (a critest
@@ -75,6 +77,8 @@ fi
 # Both tools run in the lane's network namespace when there is one (ci/containerd.sh's
 # CRIH_NETNS, default cri-harness): the pods' addresses are routed there and nowhere else, so
 # critest's HTTP checks of a pod's port reach the pod, not the machine's default route.
+SHARE=()
+if [[ "${CRIH_SHARE_SANDBOXES:-1}" == 1 ]]; then SHARE=(--share-sandboxes); fi
 NETNS="${CRIH_NETNS:-cri-harness}"
 IN_NS=()
 if [[ "$NETNS" != host && -e "/var/run/netns/$NETNS" ]]; then
@@ -83,7 +87,7 @@ fi
 harness() {
     local i="$1" start end
     start=$(date +%s.%N)
-    "${IN_NS[@]}" "$BIN" run -r "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" --known "$KNOWN" \
+    "${IN_NS[@]}" "$BIN" run -r "$CONTAINER_RUNTIME_ENDPOINT" --parallel "$PARALLEL" --known "$KNOWN" "${SHARE[@]}" \
         --focus "^($mirrors)\$" --report-dir "$out/run$i" >"$out/run$i.log" 2>&1 || {
         cat "$out/run$i.log"
         echo "conformance-speed: run $i had failures" >&2
@@ -128,10 +132,11 @@ for ((i = 1; i <= RUNS; i++)); do
     fi
 done
 
-python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" "$CRITEST_WORKERS" <<'PY'
+python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" "$CRITEST_WORKERS" "${SHARE[*]}" <<'PY'
 import json, os, statistics, sys
 out, runs, parallel, set_name, times_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 critest_workers = int(sys.argv[6])
+share = f" {sys.argv[7]}" if len(sys.argv) > 7 and sys.argv[7] else ""
 rows = [line.rstrip("\n").split("\t") for line in open(f"{out}/rows.tsv") if line.strip()]
 spec_of = {}
 for spec, cases in rows:
@@ -179,7 +184,7 @@ for i in range(1, runs + 1):
 
 median = statistics.median
 busy = median(spent["busy"])
-print(f"set {set_name}: {len(per_case)} cases mirroring {len(rows)} critest v1.36.0 specs, --parallel {parallel}, {runs} runs")
+print(f"set {set_name}: {len(per_case)} cases mirroring {len(rows)} critest v1.36.0 specs, --parallel {parallel}{share}, {runs} runs")
 print(f"  wall time: median {median(walls):.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls)})")
 print(f"  summed case time: {busy:.2f} s; summed over the cases' CRI calls {median(spent['cri']):.2f} s ({median(spent['calls']):.0f} calls; "
       f"a case's concurrent calls each count, so this can pass its wall time), waiting on purpose (polls, retries, sleeps) {median(spent['waiting']):.2f} s")

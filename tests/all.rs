@@ -61,6 +61,7 @@ mod report_merge_html;
 mod rpc_coverage;
 mod runner_faults;
 mod runtime_features;
+mod shared_sandboxes;
 mod suite_load;
 mod suite_load_prop;
 mod suites;

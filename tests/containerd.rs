@@ -54,34 +54,36 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
     )
     .unwrap();
     let run_id = format!("it{}", std::process::id());
-    let config = |kubelet: KubeletProfile, suites: Vec<suite::Suite>, work: &str| RunConfig {
-        target: Target::Endpoint {
-            runtime: endpoint.clone(),
-            image: endpoint.clone(),
-        },
-        suites,
-        filter: Filter::default(),
-        parallel: 2,
-        case_timeout: Duration::from_secs(60),
-        cleanup_timeout: Duration::from_secs(30),
-        connect: ConnectOptions::default(),
-        snapshot_dir: scratch.path().join(work).join("snapshots"),
-        snapshots: snapshot::Policy::default(),
-        run_id: run_id.clone(),
-        runtime_handler: String::new(),
-        // Its own host directory: tests of this binary run at once under fixed run ids.
-        work_dir: scratch.path().join(work).join("work"),
-        online: false,
-        pulled_record: None,
-        kubelet,
-        feature_gates: Default::default(),
-        strict: false,
-        attempts: Default::default(),
-        mock_profile: Default::default(),
-        known: Some(known.clone()),
-        images: Default::default(),
-        mock_registries: Default::default(),
-    };
+    let config =
+        |kubelet: KubeletProfile, suites: Vec<suite::Suite>, work: &str, share: bool| RunConfig {
+            target: Target::Endpoint {
+                runtime: endpoint.clone(),
+                image: endpoint.clone(),
+            },
+            suites,
+            filter: Filter::default(),
+            parallel: 2,
+            case_timeout: Duration::from_secs(60),
+            cleanup_timeout: Duration::from_secs(30),
+            connect: ConnectOptions::default(),
+            snapshot_dir: scratch.path().join(work).join("snapshots"),
+            snapshots: snapshot::Policy::default(),
+            run_id: run_id.clone(),
+            runtime_handler: String::new(),
+            // Its own host directory: tests of this binary run at once under fixed run ids.
+            work_dir: scratch.path().join(work).join("work"),
+            online: false,
+            pulled_record: None,
+            kubelet,
+            feature_gates: Default::default(),
+            strict: false,
+            attempts: Default::default(),
+            mock_profile: Default::default(),
+            share_sandboxes: share,
+            known: Some(known.clone()),
+            images: Default::default(),
+            mock_registries: Default::default(),
+        };
     // Every case under the seed's rules, then the cases that state today's kubelet under its
     // rules: between the two runs each of those passes once.
     let current_only: Vec<suite::Suite> = loaded
@@ -95,20 +97,61 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         })
         .filter(|s| !s.cases.is_empty())
         .collect();
+    // The conformance suites again, with the cases that only need a home for their containers
+    // sharing sandboxes (`--share-sandboxes`): each must end as it does in a sandbox of its own.
+    let conformance: Vec<suite::Suite> = loaded
+        .suites
+        .iter()
+        .filter(|s| s.name.starts_with("conformance-"))
+        .cloned()
+        .collect();
     let report = runner::run(
-        config(KubeletProfile::Seed, loaded.suites, "seed"),
+        config(KubeletProfile::Seed, loaded.suites, "seed", false),
         Interrupt::new(),
         None,
     )
     .await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
     let current = runner::run(
-        config(KubeletProfile::Current, current_only, "current"),
+        config(KubeletProfile::Current, current_only, "current", false),
         Interrupt::new(),
         None,
     )
     .await;
     assert!(current.aborted.is_none(), "{:?}", current.aborted);
+    let shared = runner::run(
+        config(KubeletProfile::Seed, conformance, "shared", true),
+        Interrupt::new(),
+        None,
+    )
+    .await;
+    assert!(shared.aborted.is_none(), "{:?}", shared.aborted);
+    assert!(shared.errors.is_empty(), "{:?}", shared.errors);
+    // The same verdict, case by case, as in a sandbox of its own: it held (a listed finding
+    // may pass now and then), it skipped for the same kind of reason, or it ended otherwise.
+    let verdict = |o: &CaseOutcome| match o {
+        CaseOutcome::Passed | CaseOutcome::Known { .. } | CaseOutcome::Warning(_) => {
+            "held".to_owned()
+        }
+        CaseOutcome::Skipped(skip) => format!("skipped: {:?}", skip.why),
+        other => format!("{other:?}"),
+    };
+    let alone: std::collections::BTreeMap<String, String> = report
+        .cases
+        .iter()
+        .map(|c| (c.full_name(), verdict(&c.outcome)))
+        .collect();
+    let differ: Vec<String> = shared
+        .cases
+        .iter()
+        .filter(|c| alone.get(&c.full_name()) != Some(&verdict(&c.outcome)))
+        .map(|c| format!("{}: {:?}", c.full_name(), c.outcome))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "cases that ended otherwise with shared sandboxes:\n{}",
+        differ.join("\n")
+    );
     // Skips that say this runtime or host cannot run the case, not that it failed: a runtime
     // lacks an optional feature only as it reports it, and the reason names which.
     let fine_skip = |outcome: &CaseOutcome| match outcome {
@@ -173,7 +216,7 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
             );
         }
     }
-    for work in ["seed", "current"] {
+    for work in ["seed", "current", "shared"] {
         assert!(!scratch.path().join(work).join("snapshots").exists());
     }
 

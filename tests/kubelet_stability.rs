@@ -47,6 +47,7 @@ async fn run_once(kubelet: KubeletProfile, run: usize) -> Vec<(String, CaseOutco
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

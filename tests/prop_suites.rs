@@ -58,6 +58,7 @@ async fn printed_suites_load_and_pass_against_the_mock_with_the_manager_as_it_is
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -70,6 +70,7 @@ fn config(served: &Served, suites: Vec<Suite>, snapshots: &std::path::Path) -> R
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

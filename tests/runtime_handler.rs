@@ -48,6 +48,7 @@ fn config(
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: Some(
             cri_harness::contract::known::KnownFindings::read(
                 &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("findings"),

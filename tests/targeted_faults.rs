@@ -45,6 +45,7 @@ async fn run_once() -> snapshot::SnapshotStatus {
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -52,6 +52,12 @@ pub struct Args {
     /// only while its steps run: its cleanup and leak check go on beside the next case
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     parallel: Option<u16>,
+    /// Against a runtime, let the cases whose sandboxes only hold their containers share READY
+    /// sandboxes (one case at a time each, run with the options the case asks for) rather than
+    /// each run and remove its own. Each case's containers, lists, sweep and leak check stay its
+    /// own; the run removes the shared sandboxes at its end. No effect on the mock
+    #[arg(long)]
+    share_sandboxes: bool,
     /// Time allowed for one case's steps; cleanup follows even after it runs out
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     case_timeout: Duration,
@@ -323,6 +329,7 @@ async fn run_once(args: Args, stop: CancellationToken) -> anyhow::Result<ExitCod
         images: args.images.names(),
         mock_registries,
         mock_profile,
+        share_sandboxes: args.share_sandboxes,
     };
     if config.mock_profile.name != crate::mock::ProfileName::default() {
         println!("mock profile: {}", config.mock_profile.name);

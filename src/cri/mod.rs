@@ -84,4 +84,7 @@ pub mod labels {
     pub const RUN_ID: &str = "cri-harness.io/run-id";
     /// cri-harness's own label: the case that created the object.
     pub const CASE: &str = "cri-harness.io/case";
+    /// cri-harness's own label: a sandbox the run's cases share (`run --share-sandboxes`), its
+    /// number in the run; such a sandbox has no case label.
+    pub const POOL: &str = "cri-harness.io/pool";
 }

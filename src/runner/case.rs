@@ -86,6 +86,11 @@ impl<'a> CaseRun<'a> {
         self.world.cgroup_parents()
     }
 
+    /// The shared sandboxes the case held, for the runner to give back after its sweep.
+    pub(crate) fn take_held(&mut self) -> Vec<crate::world::Pooled> {
+        self.world.take_held()
+    }
+
     /// Redacts text for messages.
     pub(crate) fn redact(&self, text: &str) -> String {
         self.world.redact(text)

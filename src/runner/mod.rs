@@ -32,7 +32,7 @@ use crate::manager::KubeletProfile;
 use crate::mock::{KubeletWire, MockRuntime};
 use crate::suite::{step::Kind, Case, Need, Suite};
 use crate::timing;
-use crate::world::PulledImages;
+use crate::world::{PulledImages, SandboxPool};
 
 /// Consecutive cases that could not reach the runtime before the run gives up on it.
 const UNREACHABLE_LIMIT: usize = 3;
@@ -126,6 +126,9 @@ pub struct RunConfig {
     /// How the built-in mock answers (`--mock-profile`); its `name` is the profile a report
     /// records. Only [`Target::Mock`] and a mock served for `--mock-defect` use it.
     pub mock_profile: crate::mock::MockProfile,
+    /// On a runtime, cases whose sandboxes only hold their containers share READY sandboxes
+    /// rather than each run their own (`--share-sandboxes`; see [`crate::world::pool`]).
+    pub share_sandboxes: bool,
 }
 
 /// How many times each case runs: `repeat` attempts, then, while every attempt so far failed,
@@ -225,6 +228,8 @@ struct Shared {
     /// The run's `--parallel` workers: a case holds one while its steps run, and gives it
     /// back before its cleanup, so on a runtime the removals overlap the next case.
     workers: Arc<tokio::sync::Semaphore>,
+    /// The sandboxes the run's cases share, on a runtime with `--share-sandboxes`.
+    pool: Option<Arc<SandboxPool>>,
 }
 
 /// A case's hold on one of the run's workers, given back once its steps are over (its cleanup
@@ -330,8 +335,24 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
         report.node.runtime_name.clone(),
         report.node.runtime_version.clone(),
     );
+    let pool = (config.share_sandboxes && client.is_some()).then(|| {
+        let pool = SandboxPool::new(&config.run_id, &config.work_dir);
+        // What the run's cases will ask for, so a sandbox no later case can take is removed
+        // as soon as its case is done with it.
+        for (_, case) in selected.iter().filter(|(_, case)| shares_sandboxes(case)) {
+            for step in &case.steps {
+                if let crate::suite::step::Step::RunSandbox(sandbox) = step {
+                    for _ in 0..config.attempts.repeat.max(1) {
+                        pool.expect(sandbox.pool_key());
+                    }
+                }
+            }
+        }
+        Arc::new(pool)
+    });
     let shared = Arc::new(Shared {
         runtime,
+        pool,
         config,
         client,
         target: report.target.clone(),
@@ -384,6 +405,9 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
                     left.join(", ")
                 ));
             }
+        }
+        if let Some(pool) = &shared.pool {
+            report.errors.extend(remove_pool(client, pool).await);
         }
         report
             .errors
@@ -673,6 +697,7 @@ async fn case_outcome(
                     .feature_gates
                     .overridden_by(&case.feature_gates),
                 crash_loop_back_off: case.crash_loop_back_off,
+                pool: shared.pool.clone().filter(|_| shares_sandboxes(case)),
             };
             Box::pin(run_in(shared, suite, case, number, env, slot)).await
         }
@@ -685,6 +710,124 @@ async fn case_outcome(
             run_on_mock(shared, suite, case, number, attempt, slot).await
         }
     }
+}
+
+/// The step kinds a case that shares sandboxes may have besides `run_sandbox`: they act on
+/// the case's own containers and images, its host files, the node, or an address, never on a
+/// sandbox as such (its status, stats, stop or removal, its port forwards), and never through
+/// the manager, which lists pods.
+const SHARING_STEPS: &[&str] = &[
+    "check_host_mount",
+    "check_host_path",
+    "check_log",
+    "connect",
+    "container_mounts",
+    "container_stats",
+    "container_status",
+    "create_container",
+    "exec",
+    "exec_sync",
+    "host_mount",
+    "image_status",
+    "list_container_stats",
+    "list_containers",
+    "list_images",
+    "make_host_path",
+    "pull_image",
+    "remove_container",
+    "remove_image",
+    "reopen_container_log",
+    "sleep_ms",
+    "start_container",
+    "stop_container",
+    "wait_container",
+];
+
+/// True when every sandbox of `case` may be a shared one (see [`crate::world::pool`]): its
+/// pods keep no identity of their own, each pod has one sandbox, whose options a shared one
+/// can stand for, each container keeps to itself (nothing it does outlives it in the pod),
+/// and its other steps are all of [`SHARING_STEPS`].
+fn shares_sandboxes(case: &Case) -> bool {
+    use crate::suite::step::Step;
+    let mut pods = std::collections::BTreeSet::new();
+    let mut any = false;
+    for step in &case.steps {
+        match step {
+            Step::RunSandbox(sandbox) => {
+                if !sandbox.shareable() || !pods.insert(sandbox.pod.as_str()) {
+                    return false;
+                }
+                any = true;
+            }
+            Step::CreateContainer(container) if !container.keeps_to_itself() => return false,
+            other if !SHARING_STEPS.contains(&other.name()) => return false,
+            _ => {}
+        }
+        // What any root process may write and the pod keeps after it: its shared memory, its
+        // IPC objects, the files it mounts into every container. A case whose commands name
+        // them could leave them to the next case, or see what the last one left.
+        let text = serde_json::to_string(step)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if POD_STATE.iter().any(|word| text.contains(word)) {
+            return false;
+        }
+    }
+    any && case.pods.is_empty()
+}
+
+/// Words in a step that name what a pod keeps beside its containers (see [`shares_sandboxes`]).
+const POD_STATE: [&str; 6] = [
+    "/dev/shm",
+    "shm",
+    "ipc",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/hostname",
+];
+
+/// Stops and removes every sandbox the run's cases shared, with its log directory and cgroup
+/// parent; gives what could not be.
+async fn remove_pool(client: &CriClient, pool: &SandboxPool) -> Vec<String> {
+    let made = pool.drain();
+    // At once: no case runs any more, and each removal mostly waits on the runtime.
+    let removals = made.iter().map(|pooled| remove_pooled(client, pooled));
+    let mut errors: Vec<String> = futures::future::join_all(removals)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if let Err(message) = host::remove_host_dir(pool.dir()) {
+        errors.push(message);
+    }
+    errors
+}
+
+/// Stops and removes one shared sandbox, then its cgroup parent and log directory.
+async fn remove_pooled(client: &CriClient, pooled: &crate::world::Pooled) -> Result<(), String> {
+    // An interrupted run's sweep may have removed it already: gone is what was asked.
+    let gone = |result: Result<(), cri::CallError>| match result {
+        Err(err) if err.code == tonic::Code::NotFound => Ok(()),
+        other => other,
+    };
+    let removed = match gone(client.stop_pod_sandbox(&pooled.id).await) {
+        Ok(()) => gone(client.remove_pod_sandbox(&pooled.id).await),
+        Err(err) => Err(err),
+    };
+    removed.map_err(|err| {
+        format!(
+            "cannot remove shared sandbox {} ({}): {err}",
+            pooled.number, pooled.id
+        )
+    })?;
+    host::remove_cgroups(std::slice::from_ref(&pooled.cgroup_parent))?;
+    std::fs::remove_dir_all(&pooled.log_directory).or_else(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => Ok(()),
+        _ => Err(format!(
+            "cannot remove {}: {err}",
+            pooled.log_directory.display()
+        )),
+    })
 }
 
 /// The host directory of case `number`: `WORK_DIR/RUN_ID/case-N`.
@@ -795,6 +938,8 @@ async fn run_on_mock(
                     .feature_gates
                     .overridden_by(&case.feature_gates),
                 crash_loop_back_off: case.crash_loop_back_off,
+                // Each case has a mock of its own: nothing to share.
+                pool: None,
             };
             Box::pin(run_in(shared, suite, case, number, env, slot)).await
         }
@@ -949,6 +1094,7 @@ async fn run_in(
     // What the cleanup could not undo: the runtime kept objects that the contract says stop
     // and remove release.
     let mut leaked = false;
+    let listed = matches!(&cleaned, Ok(swept) if swept.list_error.is_none());
     match cleaned {
         Ok(swept) => match (&swept.list_error, &swept.left) {
             (None, left) if !left.is_empty() => {
@@ -983,6 +1129,28 @@ async fn run_in(
                 "cleanup did not finish within {:?}",
                 config.cleanup_timeout
             ));
+        }
+    }
+    // A shared sandbox goes back only when the sweep found all the case's containers gone
+    // and the runtime still answers; else the run removes it at its end.
+    let held = run.take_held();
+    if let Some(pool) = shared
+        .pool
+        .as_ref()
+        .filter(|_| listed && !cut_short && !leaked && !unreachable)
+    {
+        for pooled in held {
+            match pool.give_back(pooled) {
+                Ok(None) => {}
+                Ok(Some(retired)) => {
+                    if let Err(message) = remove_pooled(&client, &retired).await {
+                        // The run's end tries again, and reports it.
+                        pool.made(&retired);
+                        tracing::debug!(%message, "a shared sandbox outlives its last case");
+                    }
+                }
+                Err(message) => failures.push(message),
+            }
         }
     }
     if let Err(message) = host::remove_host_dir(&env_dir) {
@@ -1217,6 +1385,76 @@ mod tests {
     #[case::edge_dash("-a", false)]
     fn run_ids_must_fit_labels_and_namespaces(#[case] id: &str, #[case] expected: bool) {
         assert_eq!(valid_run_id(id), expected);
+    }
+
+    /// Whether the one case of a suite whose steps are `steps` may share sandboxes.
+    fn shares(steps: &str) -> bool {
+        let text = format!("suite: s\nabout: x\ncases:\n  - name: c\n    steps:\n{steps}");
+        let suite = crate::suite::parse("s.yaml", &text).unwrap();
+        shares_sandboxes(&suite.cases[0])
+    }
+
+    const RUN_AND_EXEC: &str = "      - create_container: {as: app, sandbox: sb}\n      - start_container: app\n      - exec_sync: {container: app, command: [true]}\n";
+
+    #[rstest]
+    #[case::plain("      - run_sandbox: {as: sb, pod: web}\n", true)]
+    #[case::privileged_pod(
+        "      - run_sandbox: {as: sb, pod: web, security: {privileged: true}}\n",
+        true
+    )]
+    #[case::own_sysctl(
+        "      - run_sandbox: {as: sb, pod: web, sysctls: {kernel.shm_rmid_forced: '1'}}\n",
+        false
+    )]
+    #[case::own_hostname("      - run_sandbox: {as: sb, pod: web, hostname: h}\n", false)]
+    #[case::own_port(
+        "      - run_sandbox: {as: sb, pod: web, ports: [{container_port: 80}]}\n",
+        false
+    )]
+    #[case::no_log_directory(
+        "      - run_sandbox: {as: sb, pod: web, log_directory: false}\n",
+        false
+    )]
+    #[case::second_attempt("      - run_sandbox: {as: sb, pod: web, attempt: 1}\n", false)]
+    fn a_case_shares_only_a_sandbox_another_could_stand_for(
+        #[case] sandbox: &str,
+        #[case] expected: bool,
+    ) {
+        assert_eq!(shares(&format!("{sandbox}{RUN_AND_EXEC}")), expected);
+    }
+
+    #[rstest]
+    #[case::status("      - sandbox_status: {sandbox: sb}\n")]
+    #[case::stop("      - stop_sandbox: sb\n")]
+    #[case::second_sandbox_of_the_pod("      - run_sandbox: {as: sb2, pod: web}\n")]
+    #[case::privileged_container(
+        "      - create_container: {as: p, sandbox: sb, security: {privileged: true}}\n"
+    )]
+    #[case::added_capability(
+        "      - create_container: {as: p, sandbox: sb, security: {capabilities: {add: [NET_ADMIN]}}}\n"
+    )]
+    #[case::shared_memory(
+        "      - create_container: {as: p, sandbox: sb, command: [sh, -c, 'touch /dev/shm/x']}\n"
+    )]
+    #[case::shared_memory_by_exec(
+        "      - exec_sync: {container: app, command: [sh, -c, 'ls /dev/shm']}\n"
+    )]
+    #[case::ipc_objects("      - exec_sync: {container: app, command: [ipcs, -m]}\n")]
+    #[case::pod_hosts_file(
+        "      - exec_sync: {container: app, command: [sh, -c, 'echo x >> /etc/hosts']}\n"
+    )]
+    fn a_case_that_could_tell_or_change_its_sandbox_shares_none(#[case] step: &str) {
+        let plain = "      - run_sandbox: {as: sb, pod: web}\n";
+        assert!(shares(&format!("{plain}{RUN_AND_EXEC}")));
+        assert!(!shares(&format!("{plain}{RUN_AND_EXEC}{step}")));
+    }
+
+    #[test]
+    fn a_case_without_a_sandbox_or_with_a_fixed_pod_shares_none() {
+        assert!(!shares("      - version: {}\n"));
+        let text = format!("suite: s\nabout: x\ncases:\n  - name: c\n    pods: {{web: {{uid: '12345678'}}}}\n    steps:\n      - run_sandbox: {{as: sb, pod: web}}\n{RUN_AND_EXEC}");
+        let suite = crate::suite::parse("s.yaml", &text).unwrap();
+        assert!(!shares_sandboxes(&suite.cases[0]));
     }
 
     fn suite_with(cases: &[(&str, &[&str])]) -> Suite {

@@ -215,6 +215,28 @@ impl Identity {
             (labels::CASE.to_owned(), self.case_no.to_string()),
         ])
     }
+
+    /// Makes pod alias `alias` the pod of a shared sandbox the case now holds: the containers
+    /// it creates there carry that pod's labels, as the kubelet's name their sandbox's pod.
+    pub(crate) fn adopt(&mut self, alias: &str, pod: Pod) {
+        self.pods.insert(alias.to_owned(), pod);
+    }
+
+    /// A shared sandbox's labels: the run's (not the case's: no case's sweep removes it), the
+    /// pool's mark, the seed kubelet's `io.kubernetes.managed` under its rules, and its pod's.
+    pub(crate) fn pool_labels(&self, pod: &Pod, number: usize) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            (labels::RUN_ID.to_owned(), self.run_id.clone()),
+            (labels::POOL.to_owned(), number.to_string()),
+            (labels::POD_UID.to_owned(), pod.uid.clone()),
+            (labels::POD_NAME.to_owned(), pod.name.clone()),
+            (labels::POD_NAMESPACE.to_owned(), pod.namespace.clone()),
+        ]);
+        if !self.kubelet.is_current() {
+            labels.insert(labels::MANAGED.to_owned(), "true".to_owned());
+        }
+        labels
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 mod aliases;
 mod check;
 mod identity;
+pub mod pool;
 pub mod pulled;
 mod recorder;
 
@@ -20,7 +21,10 @@ use tonic::transport::Channel;
 
 pub use aliases::{ContainerRef, SandboxRef};
 pub use check::{expect_eq, is_transport, mismatch, show, sorted, StepError};
+/// Who a pod is on the wire: its UID, name and namespace.
+pub(crate) use identity::Pod as PodWho;
 pub use identity::{namespace, namespace_prefix, pod_uid, PodIdentity};
+pub use pool::{Pooled, SandboxPool};
 pub use pulled::PulledImages;
 
 use self::aliases::Aliases;
@@ -61,6 +65,14 @@ pub(crate) struct Env {
     pub attempt: u32,
     /// How the images the case names become the references it sends (`--registry-prefix`).
     pub images: images::ImageNames,
+    /// The run's shared sandboxes, for a case whose sandboxes may come from them (see
+    /// [`pool`]); none for every other case.
+    pub pool: Option<Arc<SandboxPool>>,
+}
+
+/// A top-level systemd slice named after `name` (`_` for `-`, which would nest it).
+fn systemd_slice(name: &str) -> String {
+    format!("/{}.slice", name.replace('-', "_"))
 }
 
 /// A case's world.
@@ -93,6 +105,10 @@ pub struct World {
     host_dir: PathBuf,
     /// Cgroup parents handed to its sandboxes, for the runner to remove.
     cgroup_parents: Vec<String>,
+    /// The run's shared sandboxes, when the case's sandboxes come from them.
+    pool: Option<Arc<SandboxPool>>,
+    /// The shared sandboxes the case holds, for the runner to give back after its sweep.
+    held: Vec<Pooled>,
     /// The kubelet whose rules the manager follows.
     kubelet: KubeletProfile,
     /// The feature gates the manager follows.
@@ -176,6 +192,8 @@ impl World {
             runtime_handler: env.runtime_handler,
             host_dir: env.host_dir,
             cgroup_parents: Vec::new(),
+            pool: env.pool,
+            held: Vec::new(),
             kubelet: env.kubelet,
             feature_gates: env.feature_gates,
             crash_loop_back_off: env.crash_loop_back_off,
@@ -313,26 +331,52 @@ impl World {
     /// Unlike critest, a runtime without RuntimeConfig gets the path (critest assumes systemd):
     /// the kubelet's default driver is cgroupfs. RuntimeConfig is asked once per case.
     pub(crate) async fn cgroup_parent_for_driver(&mut self, alias: &str) -> String {
-        const KEY: &str = "cgroup_driver";
-        let systemd = match self.kept.get(KEY).and_then(|k| k.downcast_ref::<bool>()) {
-            Some(&systemd) => systemd,
-            None => {
-                let systemd = self.runtime.runtime_config().await.is_ok_and(|answer| {
-                    answer
-                        .linux
-                        .is_some_and(|l| l.cgroup_driver == v1::CgroupDriver::Systemd as i32)
-                });
-                self.kept.insert(KEY, Box::new(systemd));
-                systemd
-            }
-        };
-        if !systemd {
+        if !self.cgroup_driver_is_systemd().await {
             return self.cgroup_parent(alias);
         }
-        let unit = format!("{}-{alias}", self.ids.namespace).replace('-', "_");
-        let parent = format!("/{unit}.slice");
+        let parent = systemd_slice(&format!("{}-{alias}", self.ids.namespace));
         self.cgroup_parents.push(parent.clone());
         parent
+    }
+
+    /// The cgroup parent of a shared sandbox named `name`, as [`World::cgroup_parent_for_driver`]
+    /// forms one, but not the case's to remove: the run removes it at its end.
+    pub(crate) async fn pool_cgroup_parent(&mut self, name: &str) -> String {
+        if self.cgroup_driver_is_systemd().await {
+            systemd_slice(name)
+        } else {
+            format!("/{name}")
+        }
+    }
+
+    /// Whether the runtime's cgroup driver is systemd, asked of RuntimeConfig once per case.
+    async fn cgroup_driver_is_systemd(&mut self) -> bool {
+        const KEY: &str = "cgroup_driver";
+        if let Some(&systemd) = self.kept.get(KEY).and_then(|k| k.downcast_ref::<bool>()) {
+            return systemd;
+        }
+        let systemd = self.runtime.runtime_config().await.is_ok_and(|answer| {
+            answer
+                .linux
+                .is_some_and(|l| l.cgroup_driver == v1::CgroupDriver::Systemd as i32)
+        });
+        self.kept.insert(KEY, Box::new(systemd));
+        systemd
+    }
+
+    /// The run's shared sandboxes, when the case's sandboxes come from them.
+    pub(crate) fn pool(&self) -> Option<Arc<SandboxPool>> {
+        self.pool.clone()
+    }
+
+    /// Notes a shared sandbox the case now holds.
+    pub(crate) fn hold(&mut self, pooled: Pooled) {
+        self.held.push(pooled);
+    }
+
+    /// The shared sandboxes the case held, for the runner to give back or leave out.
+    pub(crate) fn take_held(&mut self) -> Vec<Pooled> {
+        std::mem::take(&mut self.held)
     }
 
     /// The cgroup parents the case's sandboxes asked for.

@@ -267,6 +267,7 @@ pub fn run_config(
         strict: false,
         attempts: Default::default(),
         mock_profile: Default::default(),
+        share_sandboxes: false,
         known: None,
         images: Default::default(),
         mock_registries: Default::default(),

@@ -460,6 +460,16 @@ impl Propagation {
 }
 
 impl CreateContainer {
+    /// True when the container gains no privilege or capability that could change its pod's
+    /// namespaces (its hostname, network, mounts) and joins no other container's PID
+    /// namespace. Only such containers may live in a sandbox another case has held or will
+    /// hold (`run --share-sandboxes`).
+    pub fn keeps_to_itself(&self) -> bool {
+        !self.security.privileged
+            && self.security.capabilities.add.is_empty()
+            && self.security.pid.is_none()
+    }
+
     /// A container `alias` in sandbox `sandbox` with every other field at its default.
     pub fn new(alias: impl Into<String>, sandbox: impl Into<String>) -> Self {
         Self {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::create_container::Seccomp;
 use super::{check_call, is_default, is_true, yes, CheckError, ErrorExpect, Kind, Scope, StepDef};
 use crate::cri::{namespace_options, v1, PodSandbox};
-use crate::world::{SandboxRef, StepError, World};
+use crate::world::{Pooled, SandboxPool, SandboxRef, StepError, World};
 
 /// `run_sandbox`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -365,15 +365,13 @@ impl StepDef for RunSandbox {
     }
 
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
+        if let Some(pool) = world.pool() {
+            return self.take_shared(world, &pool).await;
+        }
         let pod = world.ids.pod(&self.pod);
         let log_directory = if self.log_directory {
             let dir = world.host_path(&format!("logs/{}", self.alias))?;
-            std::fs::create_dir_all(&dir).map_err(|err| {
-                StepError::Unsupported(format!(
-                    "cannot make the log directory {}: {err}",
-                    dir.display()
-                ))
-            })?;
+            make_dir(&dir)?;
             Some(dir)
         } else {
             None
@@ -381,6 +379,163 @@ impl StepDef for RunSandbox {
         let labels = world
             .ids
             .sandbox_labels(&self.pod, self.pod_labels, &self.labels);
+        let cgroup_parent = if self.cgroup_parent {
+            world.cgroup_parent_for_driver(&self.alias).await
+        } else {
+            String::new()
+        };
+        let config = self.config(world, &pod, labels, log_directory.as_deref(), cgroup_parent)?;
+        let handler = world.runtime_handler.clone();
+        let result = world
+            .runtime
+            .run_pod_sandbox(config.clone(), &handler)
+            .await;
+        // The runner redacts the failure message.
+        let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
+            return Ok(());
+        };
+        world.recorder.redactor.sandbox(&id, &self.alias);
+        world.aliases.sandboxes.push(SandboxRef {
+            alias: self.alias.clone(),
+            id: id.clone(),
+            pod: self.pod.clone(),
+            host_network: self.host_network,
+            config,
+            log_directory,
+        });
+        // The IPs it reports now are how snapshots and `ip: {of: ALIAS}` name them.
+        let status = world.runtime.pod_sandbox_status(&id).await?;
+        self.learn_ips(world, status.status);
+        Ok(())
+    }
+}
+
+impl RunSandbox {
+    /// True when a shared sandbox run with the same options can stand for this one: it asks
+    /// for nothing a case could tell apart from another case's sandbox (no labels,
+    /// annotations, hostname, DNS, ports, sysctls or user namespace of its own, no fixed
+    /// attempt, no expected failure), no file of the case's (a localhost seccomp profile),
+    /// and a log directory, as the kubelet always gives.
+    pub fn shareable(&self) -> bool {
+        let own_file = matches!(
+            self.security.seccomp,
+            Some(Seccomp::Localhost(_) | Seccomp::ProfilePath(_))
+        );
+        self.attempt == 0
+            && self.labels.is_empty()
+            && self.annotations.is_empty()
+            && self.pod_labels
+            && self.hostname.is_none()
+            && self.dns.is_none()
+            && self.ports.is_empty()
+            && self.sysctls.is_empty()
+            && self.log_directory
+            && self.userns.is_none()
+            && self.expect == RunSandboxExpect::default()
+            && !own_file
+    }
+
+    /// What tells shared sandboxes apart: the step's options, its aliases left out. Every
+    /// shared sandbox has a cgroup parent, as the kubelet always gives one, so that option
+    /// is left out too.
+    pub fn pool_key(&self) -> String {
+        let options = Self {
+            alias: String::new(),
+            pod: String::new(),
+            cgroup_parent: false,
+            ..self.clone()
+        };
+        serde_json::to_string(&options).unwrap_or_default()
+    }
+
+    /// Takes a READY sandbox run with this step's options from the run's pool, or runs one for
+    /// it, and makes the alias (and the pod alias) name it for the rest of the case.
+    async fn take_shared(&self, world: &mut World, pool: &SandboxPool) -> Result<(), StepError> {
+        let key = self.pool_key();
+        let mut taken = None;
+        while let Some(pooled) = pool.take(&key) {
+            // Only what the case needs to go on: the sandbox is still READY. One that is not
+            // is never given back, and the run removes it at its end.
+            let status = world.runtime.pod_sandbox_status(&pooled.id).await?.status;
+            if status
+                .as_ref()
+                .is_some_and(|s| s.state == v1::PodSandboxState::SandboxReady as i32)
+            {
+                taken = Some((pooled, status));
+                break;
+            }
+        }
+        pool.got(&key);
+        let (pooled, status) = match taken {
+            Some(taken) => taken,
+            None => self.run_shared(world, pool, key).await?,
+        };
+        world.ids.adopt(&self.pod, pooled.pod.clone());
+        world.recorder.redactor.pod(&pooled.pod.uid, &self.pod);
+        world.recorder.redactor.sandbox(&pooled.id, &self.alias);
+        world.aliases.sandboxes.push(SandboxRef {
+            alias: self.alias.clone(),
+            id: pooled.id.clone(),
+            pod: self.pod.clone(),
+            host_network: self.host_network,
+            config: pooled.config.clone(),
+            log_directory: Some(pooled.log_directory.clone()),
+        });
+        world.hold(pooled);
+        self.learn_ips(world, status);
+        Ok(())
+    }
+
+    /// Runs a sandbox for the pool, with the pool's pod, labels, log directory and cgroup
+    /// parent and this step's options.
+    async fn run_shared(
+        &self,
+        world: &mut World,
+        pool: &SandboxPool,
+        key: String,
+    ) -> Result<(Pooled, Option<v1::PodSandboxStatus>), StepError> {
+        let (number, pod) = pool.next_pod();
+        let log_directory = pool.log_directory(number);
+        make_dir(&log_directory)?;
+        let labels = world.ids.pool_labels(&pod, number);
+        let cgroup_parent = world
+            .pool_cgroup_parent(&format!("{}-{number}", pool.namespace()))
+            .await;
+        let config = self.config(
+            world,
+            &pod,
+            labels,
+            Some(&log_directory),
+            cgroup_parent.clone(),
+        )?;
+        let handler = world.runtime_handler.clone();
+        let id = world
+            .runtime
+            .run_pod_sandbox(config.clone(), &handler)
+            .await?;
+        let pooled = Pooled {
+            key,
+            number,
+            id,
+            pod,
+            config,
+            log_directory,
+            cgroup_parent,
+        };
+        pool.made(&pooled);
+        let status = world.runtime.pod_sandbox_status(&pooled.id).await?.status;
+        Ok((pooled, status))
+    }
+
+    /// The config this step runs its sandbox with, for pod `pod`.
+    fn config(
+        &self,
+        world: &World,
+        pod: &crate::world::PodWho,
+        labels: BTreeMap<String, String>,
+        log_directory: Option<&std::path::Path>,
+        cgroup_parent: String,
+    ) -> Result<v1::PodSandboxConfig, StepError> {
         let security_context =
             self.security_context(|path| Ok(world.host_path(path)?.display().to_string()))?;
         let hostname = match &self.hostname {
@@ -388,18 +543,12 @@ impl StepDef for RunSandbox {
             _ if self.host_network => String::new(),
             _ => pod.name.clone(),
         };
-        let cgroup_parent = if self.cgroup_parent {
-            world.cgroup_parent_for_driver(&self.alias).await
-        } else {
-            String::new()
-        };
-        let config = PodSandbox::new(&pod.name, &pod.namespace, &pod.uid)
+        Ok(PodSandbox::new(&pod.name, &pod.namespace, &pod.uid)
             .attempt(self.attempt)
             .network(self.host_network)
             .hostname(hostname)
             .log_directory(
                 log_directory
-                    .as_ref()
                     .map(|dir| dir.display().to_string())
                     .unwrap_or_default(),
             )
@@ -425,35 +574,29 @@ impl StepDef for RunSandbox {
             .sysctls(self.sysctls.clone())
             .security(security_context)
             .nil_seccomp(self.security.seccomp == Some(Seccomp::Nil))
-            .build();
-        let handler = world.runtime_handler.clone();
-        let result = world
-            .runtime
-            .run_pod_sandbox(config.clone(), &handler)
-            .await;
-        // The runner redacts the failure message.
-        let Some(id) = check_call(self.expect.error.as_ref(), result, str::to_owned)? else {
-            return Ok(());
-        };
-        world.recorder.redactor.sandbox(&id, &self.alias);
-        world.aliases.sandboxes.push(SandboxRef {
-            alias: self.alias.clone(),
-            id: id.clone(),
-            pod: self.pod.clone(),
-            host_network: self.host_network,
-            config,
-            log_directory,
-        });
-        // The IPs it reports now are how snapshots and `ip: {of: ALIAS}` name them.
-        let status = world.runtime.pod_sandbox_status(&id).await?;
-        if let Some(network) = status.status.and_then(|s| s.network) {
+            .build())
+    }
+
+    /// Teaches the redactor the IPs a sandbox's status reports: snapshots and
+    /// `ip: {of: ALIAS}` name them by the alias.
+    fn learn_ips(&self, world: &mut World, status: Option<v1::PodSandboxStatus>) {
+        if let Some(network) = status.and_then(|s| s.network) {
             world.recorder.redactor.ip(&network.ip, &self.alias);
             for ip in network.additional_ips {
                 world.recorder.redactor.ip(&ip.ip, &self.alias);
             }
         }
-        Ok(())
     }
+}
+
+/// Makes a sandbox's log directory.
+fn make_dir(dir: &std::path::Path) -> Result<(), StepError> {
+    std::fs::create_dir_all(dir).map_err(|err| {
+        StepError::Unsupported(format!(
+            "cannot make the log directory {}: {err}",
+            dir.display()
+        ))
+    })
 }
 
 #[cfg(test)]
