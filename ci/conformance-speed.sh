@@ -136,7 +136,7 @@ python3 - "$out" "$RUNS" "$PARALLEL" "$SET" "$TIMES" "$CRITEST_WORKERS" "${SHARE
 import json, os, statistics, sys
 out, runs, parallel, set_name, times_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 critest_workers = int(sys.argv[6])
-share = f" {sys.argv[7]}" if len(sys.argv) > 7 and sys.argv[7] else ""
+share = f" {sys.argv[7]}" if sys.argv[7] else ""
 rows = [line.rstrip("\n").split("\t") for line in open(f"{out}/rows.tsv") if line.strip()]
 spec_of = {}
 for spec, cases in rows:

@@ -64,7 +64,7 @@ async fn run(share: bool) -> (Vec<(String, CaseOutcome)>, usize, Vec<String>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cases_take_turns_in_a_shared_sandbox_and_each_sees_only_its_own_containers() {
+async fn three_sharing_cases_need_at_most_two_sandboxes_pass_and_leave_nothing() {
     let (outcomes, runs, left) = run(true).await;
     let passed: BTreeMap<String, bool> = outcomes
         .iter()

@@ -763,9 +763,10 @@ fn shares_sandboxes(case: &Case) -> bool {
             other if !SHARING_STEPS.contains(&other.name()) => return false,
             _ => {}
         }
-        // What any root process may write and the pod keeps after it: its shared memory, its
-        // IPC objects, the files it mounts into every container. A case whose commands name
-        // them could leave them to the next case, or see what the last one left.
+        // What the pod keeps beside its containers: what any root process may write there
+        // (its shared memory, its IPC objects, the files it mounts into every container) and
+        // its hostname, which names the pool's pod. A case whose steps name them could leave
+        // them to the next case, see what the last one left, or tell its sandbox is a shared one.
         let text = serde_json::to_string(step)
             .unwrap_or_default()
             .to_ascii_lowercase();
@@ -777,14 +778,7 @@ fn shares_sandboxes(case: &Case) -> bool {
 }
 
 /// Words in a step that name what a pod keeps beside its containers (see [`shares_sandboxes`]).
-const POD_STATE: [&str; 6] = [
-    "/dev/shm",
-    "shm",
-    "ipc",
-    "/etc/hosts",
-    "/etc/resolv.conf",
-    "/etc/hostname",
-];
+const POD_STATE: [&str; 5] = ["shm", "ipc", "hostname", "/etc/hosts", "/etc/resolv.conf"];
 
 /// Stops and removes every sandbox the run's cases shared, with its log directory and cgroup
 /// parent; gives what could not be.
@@ -1440,6 +1434,7 @@ mod tests {
         "      - exec_sync: {container: app, command: [sh, -c, 'ls /dev/shm']}\n"
     )]
     #[case::ipc_objects("      - exec_sync: {container: app, command: [ipcs, -m]}\n")]
+    #[case::pod_hostname("      - exec_sync: {container: app, command: [hostname]}\n")]
     #[case::pod_hosts_file(
         "      - exec_sync: {container: app, command: [sh, -c, 'echo x >> /etc/hosts']}\n"
     )]

@@ -7,8 +7,9 @@
 //! containers in it. The case's containers carry its own labels, so its lists, its sweep and
 //! its leak check find only them; a sandbox goes back to the pool only once the case's sweep
 //! removed them all, and with its log directory emptied. Sandboxes are kept apart by the
-//! options they were run with (`key`): a case gets one that was run exactly as it asks. The
-//! run stops and removes every pooled sandbox at its end.
+//! options they were run with (`key`): a case gets one that was run exactly as it asks. A
+//! sandbox no case left to run will ask for is removed as soon as its last case is done with
+//! it, the rest at the run's end.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ pub struct Pooled {
     pub config: v1::PodSandboxConfig,
     /// Its log directory on the host.
     pub log_directory: PathBuf,
-    /// Its cgroup parent, removed at the run's end.
+    /// Its cgroup parent, removed with it.
     pub cgroup_parent: String,
 }
 

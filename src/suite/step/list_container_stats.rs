@@ -142,7 +142,7 @@ impl StepDef for ListContainerStats {
                         "ListContainerStats with a nil filter answered NotFound (another case's container removed meanwhile?), asked again: {}",
                         world.redact(&err.to_string())
                     ));
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    crate::timing::pause(std::time::Duration::from_millis(50)).await;
                     result = world.runtime.list_container_stats(filter.clone()).await;
                 }
                 _ => break,
