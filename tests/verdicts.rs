@@ -809,3 +809,55 @@ async fn results_json_junit_and_the_merge_carry_every_verdict() {
     );
     assert_eq!(node.failing(), 2);
 }
+
+// A node-wide listing that fails under other cases' removals is asked again: once is noted,
+// past the retries it is the answer; another code is the answer at once.
+const LISTING: &str = "
+  - name: listing-NAME
+    clause: image.list.answers
+    needs: [mock_control]
+    steps:
+      - pull_image: harness-one-id
+      - mock_inject_error: {method: ListImages, code: CODE, message: image not known, count: COUNT}
+      - list_images: {images: [harness-one-id], expect: {present: [harness-one-id]}}
+";
+
+fn listing(name: &str, code: &str, count: u32) -> String {
+    LISTING
+        .replace("NAME", name)
+        .replace("CODE", code)
+        .replace("COUNT", &count.to_string())
+}
+
+#[tokio::test]
+async fn a_node_wide_listing_that_fails_under_removals_is_asked_again_and_noted() {
+    let cases = [
+        listing("once", "Unknown", 1),
+        listing("vanished", "NotFound", 3),
+        listing("always", "Unknown", 4),
+        listing("internal", "Internal", 1),
+    ];
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    let report = run(&cases, false, None).await;
+    assert_eq!(
+        verdicts(&report),
+        [
+            ("listing-once", "passed", None),
+            ("listing-vanished", "passed", None),
+            ("listing-always", "failed", Some("image.list.answers")),
+            ("listing-internal", "failed", Some("image.list.answers")),
+        ]
+    );
+    let once = case(&report, "listing-once");
+    assert_eq!(notes(once), [("image.list.answers", Level::Observed)]);
+    let message = &once.notes[0].message;
+    assert!(
+        message.contains("step 3 `list_images`") && message.contains("asked again"),
+        "{message}"
+    );
+    assert_eq!(notes(case(&report, "listing-vanished")).len(), 3);
+    assert_eq!(notes(case(&report, "listing-always")).len(), 3);
+    assert!(notes(case(&report, "listing-internal")).is_empty());
+    let failure = reason(case(&report, "listing-always"));
+    assert!(failure.contains("image not known"), "{failure}");
+}

@@ -38,6 +38,10 @@ use crate::manager::{
 };
 use crate::observe::{Answer, Redactor};
 
+/// How many times a node-wide listing is asked again when it fails under other cases'
+/// removals ([`World::list_node_wide`]).
+const LISTING_RETRIES: usize = 3;
+
 /// A command that runs until stopped and exits at once on SIGTERM (PID 1 ignores signals it
 /// has no handler for), so stopping takes no grace period.
 pub const DEFAULT_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"];
@@ -228,6 +232,37 @@ impl World {
     pub fn note_observed(&mut self, what: String) {
         let what = self.redact(&what);
         self.observations.push(StepNote { clause: None, what });
+    }
+
+    /// A listing that reads every object of its kind on the node. It races with the removals
+    /// other cases make beside this one (at `--parallel` above 1), and a runtime may fail the
+    /// whole listing when one object vanishes under it: containerd 1.6.20 answers
+    /// ListContainerStats with NotFound, CRI-O 1.36.3 answers ListImages with Unknown. The
+    /// kubelet's stats provider and image manager ask again on their next tick; so does this,
+    /// up to [`LISTING_RETRIES`] times, noting each retry. Any other error, or the same one
+    /// after the last retry, is the answer.
+    pub(crate) async fn list_node_wide<T, Fut>(
+        &mut self,
+        method: &str,
+        call: impl Fn(CriClient) -> Fut,
+    ) -> Result<T, crate::cri::CallError>
+    where
+        Fut: std::future::Future<Output = Result<T, crate::cri::CallError>>,
+    {
+        let mut result = call(self.runtime.clone()).await;
+        for _ in 0..LISTING_RETRIES {
+            match &result {
+                Err(err) if matches!(err.code, tonic::Code::NotFound | tonic::Code::Unknown) => {
+                    self.note_observed(format!(
+                        "{method} failed while other cases removed objects beside this one; asked again: {err}"
+                    ));
+                    crate::timing::pause(std::time::Duration::from_millis(50)).await;
+                    result = call(self.runtime.clone()).await;
+                }
+                _ => break,
+            }
+        }
+        result
     }
 
     /// Which clause the next step judges (`None`: it only sets up); the runner says so

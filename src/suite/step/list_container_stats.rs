@@ -129,25 +129,16 @@ impl StepDef for ListContainerStats {
                 label_selector: filter.labels.clone(),
             }),
         };
-        let mut result = world.runtime.list_container_stats(filter.clone()).await;
-        // A nil filter lists every container on the node, so it races with the removals of
-        // other cases' containers that go on beside it (at `--parallel` above 1): containerd
-        // fails the whole listing with NotFound when one vanishes under it. The kubelet's
-        // stats provider asks again on its next tick; so does this step, a few times, and
-        // notes it.
-        for _ in 0..3 {
-            match &result {
-                Err(err) if filter.is_none() && err.code == tonic::Code::NotFound => {
-                    world.note_observed(format!(
-                        "ListContainerStats with a nil filter answered NotFound (another case's container removed meanwhile?), asked again: {}",
-                        world.redact(&err.to_string())
-                    ));
-                    crate::timing::pause(std::time::Duration::from_millis(50)).await;
-                    result = world.runtime.list_container_stats(filter.clone()).await;
-                }
-                _ => break,
-            }
-        }
+        // A nil filter lists every container on the node, other cases' too.
+        let result = if filter.is_none() {
+            world
+                .list_node_wide("ListContainerStats", |runtime| async move {
+                    runtime.list_container_stats(None).await
+                })
+                .await
+        } else {
+            world.runtime.list_container_stats(filter).await
+        };
         let Some(listed) = check_call(self.expect.error.as_ref(), result, |t| world.redact(t))?
         else {
             return Ok(());

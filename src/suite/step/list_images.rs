@@ -102,7 +102,13 @@ impl StepDef for ListImages {
     async fn run(&self, world: &mut World) -> Result<(), StepError> {
         let names = world.image_names().clone();
         let filter = self.filter.as_deref().map(|f| names.resolve(f));
-        let listed = world.runtime.list_images(filter.as_deref()).await?;
+        // Even a filtered listing may read every image on the node, other cases' too.
+        let listed = world
+            .list_node_wide("ListImages", |runtime| {
+                let filter = filter.clone();
+                async move { runtime.list_images(filter.as_deref()).await }
+            })
+            .await?;
         let found: Vec<(&String, &v1::Image)> = self
             .images
             .iter()

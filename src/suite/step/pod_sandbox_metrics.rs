@@ -98,7 +98,11 @@ impl StepDef for PodSandboxMetrics {
         if self.sandboxes.is_empty() && self.containers.is_empty() {
             return Ok(());
         }
-        let listed = world.runtime.list_pod_sandbox_metrics().await?;
+        let listed = world
+            .list_node_wide("ListPodSandboxMetrics", |runtime| async move {
+                runtime.list_pod_sandbox_metrics().await
+            })
+            .await?;
         for pod in &listed {
             let place = format!("pod_metrics.{}", world.alias_of(&pod.pod_sandbox_id));
             for metric in &pod.metrics {
