@@ -103,6 +103,30 @@ fn push(layout: &Path, netns: &Path, tag: &str) {
         .arg(format!("docker://{REGISTRY}/{REPOSITORY}:{tag}")));
 }
 
+/// The cgroups of run `run_id` the node still holds, in any hierarchy (the top-level cgroup
+/// parents its cases asked for are named after their namespaces).
+fn cgroups_of(run_id: &str) -> Vec<PathBuf> {
+    let prefix = cri_harness::world::namespace_prefix(run_id);
+    let root = Path::new("/sys/fs/cgroup");
+    let mut hierarchies = vec![root.to_owned()];
+    hierarchies.extend(
+        std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir()),
+    );
+    hierarchies
+        .iter()
+        .filter_map(|hierarchy| std::fs::read_dir(hierarchy).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|entry| entry.path())
+        .collect()
+}
+
 /// The DaemonSet's pod template as a Pod on this machine: the test's socket, image, host
 /// directories (each at the same path inside, as the manifest has it) and a fixed node name
 /// for the Downward API field `pod apply` cannot resolve.
@@ -329,6 +353,11 @@ async fn the_image_runs_the_suites_as_a_daemonset_pod_on_containerd_twice() {
         let run_id = report["run_id"].as_str().unwrap();
         let inner = support::labelled(&client, run_id).await;
         assert!(inner.is_empty(), "the run in pod {name} left {inner:?}");
+        let cgroups = cgroups_of(run_id);
+        assert!(
+            cgroups.is_empty(),
+            "the run in pod {name} left the cgroup parents of its cases: {cgroups:?}"
+        );
 
         let failed: Vec<&Value> = report["cases"]
             .as_array()

@@ -13,6 +13,9 @@ pub struct MountInfo {
     pub id: u32,
     /// Its parent mount's id.
     pub parent: u32,
+    /// The directory of its filesystem that is mounted there: `/` for a whole filesystem, a
+    /// subdirectory for a bind mount of one (a container's view of its own cgroup).
+    pub root: PathBuf,
     /// Where it is mounted, its octal escapes (`\040` for a space) undone.
     pub mount_point: PathBuf,
     /// The optional fields: `shared:N`, `master:N`, `propagate_from:N`, `unbindable`; none
@@ -82,7 +85,7 @@ fn parse_line(line: &str) -> Option<MountInfo> {
     let id = fields.next()?.parse().ok()?;
     let parent = fields.next()?.parse().ok()?;
     let _device = fields.next()?;
-    let _root = fields.next()?;
+    let root = unescape(fields.next()?);
     let mount_point = unescape(fields.next()?);
     let _options = fields.next()?;
     let optional = fields
@@ -93,6 +96,7 @@ fn parse_line(line: &str) -> Option<MountInfo> {
     Some(MountInfo {
         id,
         parent,
+        root,
         mount_point,
         optional,
         fs_type,
@@ -152,6 +156,8 @@ not a mountinfo line
         assert_eq!((late.id, late.parent), (61, 60));
         assert_eq!(late.mount_point, Path::new("/w/r/case-1/src/late mount"));
         assert_eq!(late.fs_type, "tmpfs");
+        assert_eq!(late.root, Path::new("/"));
+        assert_eq!(table[1].root, Path::new("/w/r/case-1/src"));
         let propagations: Vec<String> = table.iter().map(MountInfo::propagation).collect();
         assert_eq!(
             propagations,

@@ -120,28 +120,46 @@ fn clean_dir(dir: &Path, unmount: fn(&Path) -> Vec<String>) -> Result<(), String
     }
 }
 
-/// The cgroup hierarchies' mount points, from `/proc/self/mountinfo` (cgroup v1 controllers
-/// and the unified v2 tree alike).
+/// The mount points of the node's cgroup hierarchies, from `/proc/self/mountinfo` (cgroup v1
+/// controllers and the unified v2 tree alike): only mounts of a hierarchy's root. A container
+/// sees its own cgroup bound where the hierarchy would be (its root field names that cgroup),
+/// and the top-level cgroup parents the cases ask for are not under it.
 fn cgroup_mounts() -> Vec<PathBuf> {
     let Ok(table) = mount_table() else {
         return Vec::new();
     };
+    node_cgroup_mounts(table)
+}
+
+fn node_cgroup_mounts(table: Vec<MountInfo>) -> Vec<PathBuf> {
     table
         .into_iter()
-        .filter(|m| m.fs_type == "cgroup" || m.fs_type == "cgroup2")
+        .filter(|m| (m.fs_type == "cgroup" || m.fs_type == "cgroup2") && m.root == Path::new("/"))
         .map(|m| m.mount_point)
         .collect()
 }
 
 /// Removes, in every cgroup hierarchy, the cgroup parents a case's sandboxes asked for (see
 /// `World::cgroup_parent`), children first. Nothing is read when the case asked for none. A
-/// cgroup that still holds a process cannot go and is reported.
+/// cgroup that still holds a process cannot go and is reported, and so is a process that sees
+/// no hierarchy of the node (a harness in a container without the node's `/sys/fs/cgroup`):
+/// the runtime made the parents there, and they would be left unseen.
 pub fn remove_cgroups(parents: &[String]) -> Result<(), String> {
+    remove_cgroups_in(&cgroup_mounts(), parents)
+}
+
+fn remove_cgroups_in(mounts: &[PathBuf], parents: &[String]) -> Result<(), String> {
     if parents.is_empty() {
         return Ok(());
     }
+    if mounts.is_empty() {
+        return Err(format!(
+            "cleanup cannot reach the cgroup parents {}: this process sees none of the node's cgroup hierarchies (in a container, mount the node's /sys/fs/cgroup there, as deploy/daemonset.yaml does)",
+            parents.join(", ")
+        ));
+    }
     let mut left = Vec::new();
-    for mount in cgroup_mounts() {
+    for mount in mounts {
         for parent in parents {
             let dir = mount.join(parent.trim_start_matches('/'));
             if dir.is_dir() {
@@ -305,5 +323,54 @@ mod tests {
     fn a_case_without_cgroup_parents_touches_no_cgroup() {
         assert_eq!(remove_cgroups(&[]), Ok(()));
         assert_eq!(remove_cgroups(&["/crih-nosuchrun-0-sb".to_owned()]), Ok(()));
+    }
+
+    /// The node's memory hierarchy, its unified tree, and (as a container sees them) its own
+    /// cgroup bound over the hierarchy's place.
+    const CGROUP_LISTING: &str = "\
+30 27 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+31 27 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw
+90 80 0:26 /kubepods/pod1/ctr /run/c/sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory
+91 80 0:27 /kubepods/pod1/ctr /run/c/sys/fs/cgroup/unified ro,nosuid - cgroup2 cgroup2 rw
+92 80 0:28 / /run/c/tmp rw - tmpfs tmpfs rw
+";
+
+    #[test]
+    fn only_a_hierarchys_root_is_the_nodes() {
+        assert_eq!(
+            node_cgroup_mounts(parse_mountinfo(CGROUP_LISTING)),
+            [
+                PathBuf::from("/sys/fs/cgroup/memory"),
+                PathBuf::from("/sys/fs/cgroup/unified")
+            ]
+        );
+        // A container's view: only its own cgroup, so no hierarchy of the node.
+        let inside: String = CGROUP_LISTING
+            .lines()
+            .skip(2)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            node_cgroup_mounts(parse_mountinfo(&inside)),
+            Vec::<PathBuf>::new()
+        );
+    }
+
+    #[test]
+    fn cgroup_parents_no_hierarchy_shows_are_reported_not_passed_over() {
+        assert_eq!(remove_cgroups_in(&[], &[]), Ok(()));
+        let err = remove_cgroups_in(&[], &["/crih-r-1-sb".to_owned()]).unwrap_err();
+        assert!(
+            err.contains("/crih-r-1-sb")
+                && err.contains("sees none of the node's cgroup hierarchies"),
+            "{err}"
+        );
+        // Where a hierarchy shows, each parent goes with its children.
+        let hierarchy = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(hierarchy.path().join("crih-r-1-sb/child")).unwrap();
+        let mounts = [hierarchy.path().to_owned()];
+        let parents = ["/crih-r-1-sb".to_owned(), "/crih-r-2-sb".to_owned()];
+        assert_eq!(remove_cgroups_in(&mounts, &parents), Ok(()));
+        assert!(!hierarchy.path().join("crih-r-1-sb").exists());
     }
 }
