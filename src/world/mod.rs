@@ -254,7 +254,7 @@ impl World {
             match &result {
                 Err(err) if matches!(err.code, tonic::Code::NotFound | tonic::Code::Unknown) => {
                     self.note_observed(format!(
-                        "{method} failed while other cases removed objects beside this one; asked again: {err}"
+                        "{method} failed, as a node-wide listing can while objects are removed beside it; asked again: {err}"
                     ));
                     crate::timing::pause(std::time::Duration::from_millis(50)).await;
                     result = call(self.runtime.clone()).await;
