@@ -105,13 +105,43 @@ async fn every_embedded_suite_passes_on_the_real_runtime_and_leaves_nothing() {
         .filter(|s| s.name.starts_with("conformance-"))
         .cloned()
         .collect();
+    // The two cases the run must start first on its two workers (`runner::schedule`): the
+    // selection is every embedded case, in the suites' order.
+    let selected: Vec<(String, &suite::Case)> = loaded
+        .suites
+        .iter()
+        .flat_map(|s| {
+            s.cases
+                .iter()
+                .map(move |c| (format!("{}/{}", s.name, c.name), c))
+        })
+        .collect();
+    let estimates: Vec<_> = selected
+        .iter()
+        .map(|(_, c)| runner::schedule::estimate(c))
+        .collect();
+    let mut first_two: Vec<String> = runner::schedule::start_order(&estimates)[..2]
+        .iter()
+        .map(|&i| selected[i].0.clone())
+        .collect();
+    first_two.sort();
     let report = runner::run(
-        config(KubeletProfile::Seed, loaded.suites, "seed", false),
+        config(KubeletProfile::Seed, loaded.suites.clone(), "seed", false),
         Interrupt::new(),
         None,
     )
     .await;
     assert!(report.aborted.is_none(), "{:?}", report.aborted);
+    // The run started its cases in the schedule's order, and reports them in the selection's.
+    let mut by_start: Vec<_> = report.cases.iter().collect();
+    by_start.sort_by_key(|c| c.timing.started);
+    let mut started_first: Vec<String> = by_start[..2].iter().map(|c| c.full_name()).collect();
+    started_first.sort();
+    assert_eq!(started_first, first_two, "the cases that started first");
+    assert!(
+        report.cases.windows(2).all(|w| w[0].number < w[1].number),
+        "the report keeps the selection's order"
+    );
     let current = runner::run(
         config(KubeletProfile::Current, current_only, "current", false),
         Interrupt::new(),

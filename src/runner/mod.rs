@@ -7,6 +7,7 @@ pub mod cleanup;
 pub mod features;
 pub mod host;
 pub mod lsm;
+pub mod schedule;
 pub mod snapshot;
 
 use std::path::PathBuf;
@@ -373,7 +374,22 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
     } else {
         parallel
     };
-    let mut cases: Vec<CaseReport> = futures::stream::iter(selected.into_iter().enumerate())
+    // Each case keeps its number in the selection; on a runtime, whose CPU the workers share,
+    // they start in the order `schedule` gives (a verdict never depends on it).
+    let mut numbered: Vec<(usize, (Suite, Case))> = selected.into_iter().enumerate().collect();
+    if shared.client.is_some() && parallel > 1 {
+        let estimates: Vec<schedule::Estimate> = numbered
+            .iter()
+            .map(|(_, (_, case))| schedule::estimate(case))
+            .collect();
+        let mut slots: Vec<Option<(usize, (Suite, Case))>> =
+            numbered.into_iter().map(Some).collect();
+        numbered = schedule::start_order(&estimates)
+            .into_iter()
+            .filter_map(|index| slots[index].take())
+            .collect();
+    }
+    let mut cases: Vec<CaseReport> = futures::stream::iter(numbered)
         .map(|(index, (suite, case))| {
             let shared = shared.clone();
             async move { run_case(&shared, &suite, &case, index + 1).await }
