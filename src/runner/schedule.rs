@@ -26,7 +26,7 @@ use crate::suite::Case;
 pub struct Estimate {
     /// Time its steps wait out by design: exec timeouts and sleeps.
     pub waits: Duration,
-    /// Its runtime work, in rough units of 50 ms of the runtime's time (see [`work_of`]).
+    /// Its runtime work, in rough units of 50 ms of the runtime's time (see `work_of`).
     pub work: u32,
 }
 
@@ -71,7 +71,7 @@ pub fn estimate(case: &Case) -> Estimate {
 const WAITING: Duration = Duration::from_millis(500);
 
 /// The order to start cases in, as indices into `estimates`: the heaviest working cases first,
-/// with the waiting ones (waits of at least [`WAITING`]) spread evenly among them, the first
+/// with the waiting ones (waits of at least `WAITING`, 0.5 s) spread evenly among them, the first
 /// at the start. Ties keep the selection's order, so the result depends on the estimates alone.
 pub fn start_order(estimates: &[Estimate]) -> Vec<usize> {
     let (mut waiting, mut working): (Vec<usize>, Vec<usize>) =
