@@ -382,12 +382,12 @@ pub async fn run(config: RunConfig, interrupt: Interrupt, progress: Option<Progr
             .iter()
             .map(|(_, (_, case))| schedule::estimate(case))
             .collect();
-        let mut slots: Vec<Option<(usize, (Suite, Case))>> =
-            numbered.into_iter().map(Some).collect();
-        numbered = schedule::start_order(&estimates)
-            .into_iter()
-            .filter_map(|index| slots[index].take())
-            .collect();
+        // Where each case stands in the start order, by its index in the selection.
+        let mut place = vec![0; numbered.len()];
+        for (at, index) in schedule::start_order(&estimates).into_iter().enumerate() {
+            place[index] = at;
+        }
+        numbered.sort_by_key(|(index, _)| place[*index]);
     }
     let mut cases: Vec<CaseReport> = futures::stream::iter(numbered)
         .map(|(index, (suite, case))| {
