@@ -103,7 +103,8 @@ pub struct Args {
     kubelet: KubeletProfile,
     /// Kubelet feature gates that switch a rule the manager ports, as the kubelet writes them
     /// (`LegacySidecarContainers=true,InPlacePodVerticalScaling=false`); unset gates take
-    /// today's (v1.34) defaults, and a case's own `feature_gates` override these
+    /// today's defaults (each gate's in docs/kubelet-profiles.md), and a case's own `feature_gates`
+    /// override these
     #[arg(long, value_name = "NAME=BOOL,...", default_value = "", value_parser = boxed_gates)]
     feature_gates: Box<crate::manager::FeatureGates>,
     /// After the run and its reports, wait for SIGTERM or SIGINT before exiting (with the

@@ -1,5 +1,6 @@
 //! The kubelet feature gates that switch a rule the manager ports, with today's defaults (v1.34's;
-//! the stored v1.35 feature list's for the crash-loop gates, and v1.36's for list streaming).
+//! the stored v1.35 feature list's for the crash-loop gates and container restart rules, and
+//! v1.36's for list streaming and restarting all containers).
 //! A run sets them with `--feature-gates NAME=BOOL,...` and a suite case with `feature_gates:`;
 //! only gates known here are accepted, so a typo never silently runs the default rule.
 
@@ -45,6 +46,14 @@ pub enum FeatureGate {
     /// Alpha since 1.33, off by default: the crash-loop back-off starts at 1 s and stops at
     /// 60 s. Read only under today's kubelet.
     ReduceDefaultCrashLoopBackOffDecay,
+    /// Beta, on by default since 1.35: a regular container's own `restartPolicy` and its
+    /// `restartPolicyRules` (by exit code) decide whether it restarts, over the pod's policy.
+    ContainerRestartRules,
+    /// Beta, on by default in 1.36 (alpha in 1.35): a container whose exit matches a rule with
+    /// the `RestartAllContainers` action makes SyncPod stop and remove every init and regular
+    /// container of the pod, its sandbox kept, so the pod starts over from its first init
+    /// container. Needs `ContainerRestartRules` too.
+    RestartAllContainersOnContainerExits,
 }
 
 impl FeatureGate {
@@ -61,6 +70,8 @@ impl FeatureGate {
             Self::CRIListStreaming => false,
             Self::KubeletCrashLoopBackOffMax => true,
             Self::ReduceDefaultCrashLoopBackOffDecay => false,
+            Self::ContainerRestartRules => true,
+            Self::RestartAllContainersOnContainerExits => true,
         }
     }
 
@@ -197,10 +208,12 @@ mod tests {
             gates.effective(),
             BTreeMap::from([
                 ("CRIListStreaming", false),
+                ("ContainerRestartRules", true),
                 ("InPlacePodVerticalScaling", true),
                 ("KubeletCrashLoopBackOffMax", true),
                 ("LegacySidecarContainers", false),
-                ("ReduceDefaultCrashLoopBackOffDecay", false)
+                ("ReduceDefaultCrashLoopBackOffDecay", false),
+                ("RestartAllContainersOnContainerExits", true)
             ])
         );
     }
@@ -223,7 +236,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unknown("SidecarContainers=true", "unknown feature gate \"SidecarContainers\" (known: LegacySidecarContainers, InPlacePodVerticalScaling, CRIListStreaming, KubeletCrashLoopBackOffMax, ReduceDefaultCrashLoopBackOffDecay)")]
+    #[case::unknown("SidecarContainers=true", "unknown feature gate \"SidecarContainers\" (known: LegacySidecarContainers, InPlacePodVerticalScaling, CRIListStreaming, KubeletCrashLoopBackOffMax, ReduceDefaultCrashLoopBackOffDecay, ContainerRestartRules, RestartAllContainersOnContainerExits)")]
     #[case::no_value("LegacySidecarContainers", "not NAME=true")]
     #[case::not_a_bool("LegacySidecarContainers=yes", "not NAME=true")]
     fn bad_entries_are_refused(#[case] text: &str, #[case] message: &str) {

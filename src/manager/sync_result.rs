@@ -25,6 +25,10 @@ pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
 pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 /// Error kind of a refused in-place resize (the kubelet's `ErrResizePodInPlace`).
 pub const RESIZE_POD_IN_PLACE_ERROR: &str = "ResizePodInPlaceError";
+/// Error kind of a failed RemoveContainer while all containers restart. The kubelet fails that
+/// step with the call's own error, which has no kind; the harness names one so suites can
+/// expect it.
+pub const REMOVE_CONTAINER_ERROR: &str = "RemoveContainerError";
 
 /// What a step of a pod operation did.
 /// Suites name them in snake case (`kill_container`); `Display` keeps the kubelet's own names.
@@ -59,6 +63,9 @@ pub enum SyncAction {
     ConfigPodSandbox,
     /// Resize running containers in place (`InPlacePodVerticalScaling`).
     ResizePodInPlace,
+    /// Remove one container instance while all containers restart in place
+    /// (`RestartAllContainersOnContainerExits`); it is stopped first if it still runs.
+    RemoveContainer,
 }
 
 impl SyncAction {
@@ -79,6 +86,7 @@ impl std::fmt::Display for SyncAction {
             Self::CreatePodSandbox => "CreatePodSandbox",
             Self::ConfigPodSandbox => "ConfigPodSandbox",
             Self::ResizePodInPlace => "ResizePodInPlace",
+            Self::RemoveContainer => "RemoveContainer",
         })
     }
 }

@@ -117,6 +117,9 @@ pub enum ActionSeen {
     Kill(String),
     /// The named container is started.
     Start(String),
+    /// An instance of the named container is removed (stopped first if it runs): the pod
+    /// restarts all its containers in place.
+    Reset(String),
     /// One resource of the named container is resized in place.
     Resize {
         /// The container name.
@@ -209,6 +212,7 @@ impl fmt::Display for ActionSeen {
             ActionSeen::CreateSandbox { attempt } => write!(f, "create_sandbox attempt={attempt}"),
             ActionSeen::Kill(name) => write!(f, "kill {name}"),
             ActionSeen::Start(name) => write!(f, "start {name}"),
+            ActionSeen::Reset(name) => write!(f, "reset {name}"),
             ActionSeen::Resize {
                 container,
                 resource,

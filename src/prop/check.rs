@@ -453,7 +453,8 @@ pub fn check_kill(
             | SyncAction::InitContainer
             | SyncAction::CreatePodSandbox
             | SyncAction::ConfigPodSandbox
-            | SyncAction::ResizePodInPlace) => {
+            | SyncAction::ResizePodInPlace
+            | SyncAction::RemoveContainer) => {
                 return Err(violation(KILL_POD, "step", "a kill step", other.name()));
             }
         };

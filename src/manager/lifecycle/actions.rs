@@ -7,18 +7,22 @@
 //! `LegacySidecarContainers` gate (off by default since 1.33) a pod without sidecars takes the
 //! legacy `findNextInitContainerToRun` path instead. Under `InPlacePodVerticalScaling` (on by
 //! default) a running container whose resources differ from what the runtime reports is resized
-//! or, where its resize policy says so, restarted (see [`super::resize`]). Per-container
-//! restart rules of regular containers (`restartPolicy`/`restartPolicyRules` on a regular
-//! container, behind the alpha `ContainerRestartRules` gate, off by default) are not read: the
-//! pod's restart policy decides. The kubelet's internal post-stop hook (releasing a stopped
-//! container's pinned CPUs) has no counterpart either.
+//! or, where its resize policy says so, restarted (see [`super::resize`]). Under
+//! `ContainerRestartRules` (on by default since 1.35) a regular container's own `restartPolicy`
+//! and `restartPolicyRules` decide over the pod's policy; init containers keep the pod's (and
+//! sidecars their `Always`). Under `RestartAllContainersOnContainerExits` (on by default in 1.36)
+//! a container whose latest instance exited by a rule with the `RestartAllContainers` action
+//! makes the sync stop and remove every init and regular container instead (see
+//! [`should_all_containers_restart`]). The kubelet's internal post-stop hook (releasing a
+//! stopped container's pinned CPUs) has no counterpart.
 
 use super::hash::hash_container;
 use super::pod::{self, RestartPolicy};
 use super::resize::{compute_pod_resize_action, in_place_resize_allowed};
 use super::sandbox_changed::pod_sandbox_changed;
 use super::{
-    k8s, ContainerKind, ContainerToKill, KillReason, PodActions, ProbeResult, ProbeResults,
+    k8s, ContainerKind, ContainerToKill, ContainerToReset, KillReason, PodActions, ProbeResult,
+    ProbeResults,
 };
 use crate::manager::{ContainerState, ContainerStatus, FeatureGate, FeatureGates, PodStatus};
 
@@ -71,7 +75,14 @@ pub fn compute_pod_actions_with(
         attempt,
         ..PodActions::default()
     };
+    // The pod restarts in place: every container goes, the sandbox stays (a changed sandbox
+    // is still killed and run again), and nothing starts until all are gone.
+    if should_all_containers_restart(pod, status, gates) {
+        changes.containers_to_reset = containers_to_reset(pod, status);
+        return changes;
+    }
     let policy = pod::restart_policy(pod);
+    let rules = gates.enabled(FeatureGate::ContainerRestartRules);
     let containers = pod::containers(pod);
 
     if create_sandbox {
@@ -86,7 +97,10 @@ pub fn compute_pod_actions_with(
             .iter()
             .enumerate()
             .filter(|(_, c)| {
-                !(policy == RestartPolicy::OnFailure && container_succeeded(c, status))
+                // A container's own policy stands for the pod's here.
+                let own = c.restart_policy.as_deref().filter(|_| rules);
+                let run_once = own.map_or(policy == RestartPolicy::OnFailure, |p| p == "OnFailure");
+                !(run_once && container_succeeded(c, status))
             })
             .map(|(idx, _)| idx)
             .collect();
@@ -160,7 +174,7 @@ pub fn compute_pod_actions_with(
         let container_status = match find_container_status_by_name(status, &container.name) {
             Some(s) if s.state == ContainerState::Running => s,
             other => {
-                if should_container_be_restarted(container, pod, status) {
+                if should_container_be_restarted(container, pod, status, gates) {
                     changes.containers_to_start.push(idx);
                     // An unknown container may still be running: kill it first so that two
                     // instances never run side by side.
@@ -181,7 +195,11 @@ pub fn compute_pod_actions_with(
         };
 
         let id = &container_status.id.id;
-        let mut restart = policy.restarts_on_failure();
+        // A running container has no exit code for the rules: only its own policy counts.
+        let mut restart = match container.restart_policy.as_deref().filter(|_| rules) {
+            Some(own) => own != "Never",
+            None => policy.restarts_on_failure(),
+        };
         let (message, reason) = if container_changed(container, container_status) {
             // A changed spec is restarted whatever the policy says.
             restart = true;
@@ -488,6 +506,7 @@ fn should_container_be_restarted(
     container: &k8s::Container,
     pod: &k8s::Pod,
     status: &PodStatus,
+    gates: &FeatureGates,
 ) -> bool {
     if pod::deletion_requested(pod) {
         return false;
@@ -499,12 +518,86 @@ fn should_container_be_restarted(
     match container_status.state {
         ContainerState::Running => false,
         ContainerState::Unknown | ContainerState::Created => true,
+        ContainerState::Exited if gates.enabled(FeatureGate::ContainerRestartRules) => {
+            pod::container_should_restart(
+                container,
+                pod,
+                container_status.exit_code,
+                gates.enabled(FeatureGate::RestartAllContainersOnContainerExits),
+            )
+        }
         ContainerState::Exited => match pod::restart_policy(pod) {
             RestartPolicy::Never => false,
             RestartPolicy::OnFailure => container_status.exit_code != 0,
             RestartPolicy::Always => true,
         },
     }
+}
+
+/// Whether the pod restarts all its containers in place: both gates are on and the latest
+/// instance of an init or regular container exited by a rule whose action is
+/// `RestartAllContainers` (ports `ShouldAllContainersRestart`, kubelet/container/helpers.go,
+/// from the runtime's side). The kubelet also keeps the decision in the pod's
+/// `AllContainersRestarting` condition until no container is left; the harness has no API
+/// status, and needs none: [`containers_to_reset`] removes the exited trigger last, so a sync
+/// cut short sees it again and goes on, and once it is gone no container is left either.
+pub fn should_all_containers_restart(
+    pod: &k8s::Pod,
+    status: &PodStatus,
+    gates: &FeatureGates,
+) -> bool {
+    if !gates.enabled(FeatureGate::ContainerRestartRules)
+        || !gates.enabled(FeatureGate::RestartAllContainersOnContainerExits)
+    {
+        return false;
+    }
+    pod::init_containers(pod)
+        .iter()
+        .chain(pod::containers(pod))
+        .any(|c| {
+            find_container_status_by_name(status, &c.name).is_some_and(|s| {
+                s.state == ContainerState::Exited && pod::restarts_all_containers(c, s.exit_code)
+            })
+        })
+}
+
+/// Every instance of every init and regular container, in the order they go: first the ones
+/// the restart resets (each not yet exited is stopped first), then the exited instances whose
+/// exit triggered it, which go last so the decision outlives a sync cut short (ports
+/// `getContainersToReset`). Ephemeral containers stay.
+fn containers_to_reset(pod: &k8s::Pod, status: &PodStatus) -> Vec<ContainerToReset> {
+    let mut targets = Vec::new();
+    let mut triggers = Vec::new();
+    let kinds = pod::init_containers(pod)
+        .iter()
+        .map(|c| (c, ContainerKind::Init))
+        .chain(
+            pod::containers(pod)
+                .iter()
+                .map(|c| (c, ContainerKind::Regular)),
+        );
+    for (container, kind) in kinds {
+        for instance in status
+            .container_statuses
+            .iter()
+            .filter(|s| s.name == container.name)
+        {
+            let exited = instance.state == ContainerState::Exited;
+            let reset = ContainerToReset {
+                id: instance.id.id.clone(),
+                name: container.name.clone(),
+                kind,
+                kill: !exited,
+            };
+            if exited && pod::restarts_all_containers(container, instance.exit_code) {
+                triggers.push(reset);
+            } else {
+                targets.push(reset);
+            }
+        }
+    }
+    targets.extend(triggers);
+    targets
 }
 
 /// Whether the container's latest instance exited with code 0 (the kubelet's `containerSucceeded`).
@@ -2004,5 +2097,314 @@ mod tests {
         case.state(0, Exited);
         case.liveness(2, Some(ProbeResult::Failure));
         assert_eq!(case.actions(), case.actions());
+    }
+
+    /// A rule `action` on exit codes `operator values`.
+    fn rule(action: &str, operator: &str, values: &[i32]) -> k8s::ContainerRestartRule {
+        k8s::ContainerRestartRule {
+            action: action.to_owned(),
+            exit_codes: Some(k8s::ContainerRestartRuleOnExitCodes {
+                operator: operator.to_owned(),
+                values: Some(values.to_vec()),
+            }),
+        }
+    }
+
+    /// Gives regular container `index` its own restart policy and rules.
+    fn own_policy(
+        case: &mut Case,
+        index: usize,
+        policy: &str,
+        rules: Vec<k8s::ContainerRestartRule>,
+    ) {
+        let container = &mut case.spec().containers[index];
+        container.restart_policy = Some(policy.to_owned());
+        container.restart_policy_rules = Some(rules);
+    }
+
+    fn starts(indices: Vec<usize>) -> PodActions {
+        PodActions {
+            containers_to_start: indices,
+            ..no_action()
+        }
+    }
+
+    #[rstest]
+    #[case::a_restart_rule_overrides_never(&"Never", "Never", vec![rule("Restart", "In", &[42])], 42, vec![0])]
+    #[case::an_unmatched_rule_leaves_its_own_never(&"Never", "Never", vec![rule("Restart", "In", &[42])], 1, vec![])]
+    #[case::not_in_matches_every_other_code(&"Never", "Never", vec![rule("Restart", "NotIn", &[0])], 3, vec![0])]
+    #[case::own_never_beats_the_pods_always(&"Always", "Never", vec![], 1, vec![])]
+    #[case::own_on_failure_beats_the_pods_never(&"Never", "OnFailure", vec![], 1, vec![0])]
+    #[case::own_on_failure_leaves_a_success(&"Never", "OnFailure", vec![], 0, vec![])]
+    fn a_regular_container_s_own_policy_and_rules_decide_its_restart(
+        #[case] pod_policy: &str,
+        #[case] own: &str,
+        #[case] rules: Vec<k8s::ContainerRestartRule>,
+        #[case] exit_code: i32,
+        #[case] start: Vec<usize>,
+    ) {
+        let mut case = base();
+        case.policy(pod_policy);
+        own_policy(&mut case, 0, own, rules);
+        case.exited(0, exit_code);
+        assert_eq!(case.actions(), starts(start));
+    }
+
+    #[test]
+    fn without_the_rules_gate_the_pod_s_policy_decides() {
+        let mut case = base();
+        case.policy("Always");
+        own_policy(&mut case, 0, "Never", vec![]);
+        case.exited(0, 1);
+        case.gates = case
+            .gates
+            .clone()
+            .with(FeatureGate::ContainerRestartRules, false);
+        assert_eq!(case.actions(), starts(vec![0]));
+    }
+
+    #[test]
+    fn a_rule_without_exit_codes_or_with_an_unknown_operator_matches_nothing() {
+        let mut container = container("app", "busybox");
+        container.restart_policy_rules = Some(vec![
+            k8s::ContainerRestartRule {
+                action: "Restart".to_owned(),
+                exit_codes: None,
+            },
+            rule("Restart", "Exists", &[1]),
+            rule("RestartAllContainers", "In", &[1]),
+            rule("Restart", "In", &[1]),
+        ]);
+        assert_eq!(
+            pod::matching_restart_rule(&container, 1).map(|r| r.action.as_str()),
+            Some("RestartAllContainers"),
+            "the first rule that matches wins"
+        );
+        assert!(pod::matching_restart_rule(&container, 2).is_none());
+    }
+
+    /// The base pod with a finished init container, foo2 exited 42 by a `RestartAllContainers`
+    /// rule, an older exited instance of foo1 beside its running one, and foo1 and foo3 running.
+    /// Statuses: foo1, foo2, foo3, init1, foo1's older instance.
+    fn restarting_all() -> Case {
+        let mut case = base();
+        case.policy("Never");
+        own_policy(
+            &mut case,
+            1,
+            "Never",
+            vec![rule("RestartAllContainers", "In", &[42])],
+        );
+        case.exited(1, 42);
+        let init = container("init1", "bar-image");
+        let init_status = ContainerStatus {
+            exit_code: 0,
+            ..status_of("initid1", &init, Exited)
+        };
+        let older = ContainerStatus {
+            exit_code: 1,
+            ..status_of("id1-old", &pod::containers(&case.pod)[0].clone(), Exited)
+        };
+        case.spec().init_containers = Some(vec![init]);
+        case.status.container_statuses.extend([init_status, older]);
+        case
+    }
+
+    fn reset(id: &str, name: &str, kind: ContainerKind, kill: bool) -> ContainerToReset {
+        ContainerToReset {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            kind,
+            kill,
+        }
+    }
+
+    #[test]
+    fn a_restart_all_exit_removes_every_instance_and_the_trigger_last() {
+        let case = restarting_all();
+        assert!(should_all_containers_restart(
+            &case.pod,
+            &case.status,
+            &case.gates
+        ));
+        assert_eq!(
+            case.actions(),
+            PodActions {
+                containers_to_reset: vec![
+                    reset("initid1", "init1", Init, false),
+                    reset("id1", "foo1", Regular, true),
+                    reset("id1-old", "foo1", Regular, false),
+                    reset("id3", "foo3", Regular, true),
+                    reset("id2", "foo2", Regular, false),
+                ],
+                ..no_action()
+            }
+        );
+    }
+
+    #[test]
+    fn a_restart_all_keeps_a_changed_sandbox_s_kill_and_run() {
+        let mut case = restarting_all();
+        case.sandbox_dead();
+        let actions = case.actions();
+        assert!(actions.kill_pod && actions.create_sandbox, "{actions:?}");
+        assert_eq!(actions.attempt, 1);
+        assert_eq!(actions.containers_to_reset.len(), 5);
+        assert!(
+            actions.containers_to_start.is_empty() && actions.init_containers_to_start.is_empty()
+        );
+    }
+
+    #[rstest]
+    #[case::restart_all_off(FeatureGate::RestartAllContainersOnContainerExits)]
+    #[case::rules_off(FeatureGate::ContainerRestartRules)]
+    fn without_either_gate_a_restart_all_exit_restarts_nothing(#[case] off: FeatureGate) {
+        let mut case = restarting_all();
+        case.gates = case.gates.clone().with(off, false);
+        let actions = case.actions();
+        assert!(actions.containers_to_reset.is_empty(), "{actions:?}");
+        // Under restart policy Never (the pod's, and foo2's own) nothing starts.
+        assert!(actions.containers_to_start.is_empty(), "{actions:?}");
+    }
+
+    #[rstest]
+    #[case::another_code(7, false)]
+    #[case::its_code(42, true)]
+    fn only_the_rule_s_exit_code_restarts_all(#[case] exit_code: i32, #[case] all: bool) {
+        let mut case = restarting_all();
+        case.exited(1, exit_code);
+        assert_eq!(
+            should_all_containers_restart(&case.pod, &case.status, &case.gates),
+            all
+        );
+    }
+
+    #[test]
+    fn an_init_container_s_exit_can_restart_all() {
+        let mut case = restarting_all();
+        case.exited(1, 0);
+        case.spec().init_containers.as_mut().unwrap()[0].restart_policy_rules =
+            Some(vec![rule("RestartAllContainers", "In", &[5])]);
+        case.spec().init_containers.as_mut().unwrap()[0].restart_policy = Some("Never".to_owned());
+        case.exited(3, 5);
+        let actions = case.actions();
+        let order: Vec<&str> = actions
+            .containers_to_reset
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(order, ["id1", "id1-old", "id2", "id3", "initid1"]);
+    }
+
+    /// Gives regular containers `indices` their own restart policy `policy`.
+    fn own(c: &mut Case, indices: &[usize], policy: &str) {
+        for &i in indices {
+            c.spec().containers[i].restart_policy = Some(policy.to_owned());
+        }
+    }
+
+    /// The rows of upstream's TestComputePodActionsWithContainerRestartRules (v1.35, the
+    /// `ContainerRestartRules` gate on), as the store holds them: a third-party port of that
+    /// table (stored id 54563841024), whose row names are upstream's. The same test re-runs
+    /// TestComputePodActions and TestComputePodActionsWithInitContainers with the gate on; the
+    /// tables above run under today's defaults, where it is on.
+    #[rstest]
+    #[case::restart_exited_containers_if_restart_policy_is_always(
+        |c: &mut Case| {
+            own(c, &[0, 1], "Always");
+            c.policy("Never");
+            c.exited(0, 0);
+            c.exited(1, 111);
+        },
+        start(&[0, 1])
+    )]
+    #[case::restart_failed_containers_if_restart_policy_is_on_failure(
+        |c: &mut Case| {
+            own(c, &[0, 1], "OnFailure");
+            c.policy("Never");
+            c.exited(0, 0);
+            c.exited(1, 111);
+        },
+        start(&[1])
+    )]
+    #[case::restart_created_but_not_started_containers_if_restart_policy_is_on_failure(
+        |c: &mut Case| {
+            own(c, &[0, 1], "OnFailure");
+            c.policy("Never");
+            c.exited(0, 0);
+            c.state(1, Created);
+        },
+        start(&[1])
+    )]
+    #[case::dont_restart_containers_if_restart_policy_is_never(
+        |c: &mut Case| {
+            own(c, &[0, 1], "Never");
+            c.policy("Always");
+            c.exited(0, 0);
+            c.exited(1, 111);
+        },
+        no_action()
+    )]
+    #[case::kill_pod_and_recreate_all_containers_except_for_the_succeeded_one_if_the_pod_sandbox_is_dead(
+        |c: &mut Case| {
+            own(c, &[1], "OnFailure");
+            c.policy("Always");
+            c.sandbox_dead();
+            c.exited(1, 0);
+        },
+        PodActions { containers_to_start: vec![0, 2], ..recreate(1) }
+    )]
+    fn compute_pod_actions_matches_test_compute_pod_actions_with_container_restart_rules(
+        #[case] change: fn(&mut Case),
+        #[case] expected: PodActions,
+    ) {
+        check(base, change, expected);
+    }
+
+    /// The rows of upstream's TestComputePodActionsForRestartAllContainers that the store holds
+    /// (the same third-party port; upstream's init-container and sidecar rows are not in it).
+    /// Upstream hands computePodActions the decision, read from the pod's
+    /// `AllContainersRestarting` condition; the port reads it from the runtime (an exited
+    /// trigger), so its row "pod marked for RestartAllContainers", a condition with no exited
+    /// trigger, has no counterpart here.
+    #[rstest]
+    #[case::pod_not_marked_for_restart_all_containers(|_: &mut Case| {}, no_action())]
+    #[case::removes_past_terminated_statuses(
+        |c: &mut Case| {
+            c.policy("Always");
+            own(c, &[2], "Always");
+            c.spec().containers[2].restart_policy_rules =
+                Some(vec![rule("RestartAllContainers", "In", &[1])]);
+            c.exited(2, 1);
+            for name in ["foo1", "foo2", "foo3"] {
+                let spec = pod::containers(&c.pod).iter().find(|s| s.name == name).unwrap().clone();
+                let past = ContainerStatus {
+                    exit_code: 99,
+                    ..status_of(&format!("id{}-past", &name[3..]), &spec, Exited)
+                };
+                c.status.container_statuses.push(past);
+            }
+        },
+        PodActions {
+            containers_to_reset: vec![
+                reset("id1", "foo1", Regular, true),
+                reset("id1-past", "foo1", Regular, false),
+                reset("id2", "foo2", Regular, true),
+                reset("id2-past", "foo2", Regular, false),
+                reset("id3-past", "foo3", Regular, false),
+                reset("id3", "foo3", Regular, false),
+            ],
+            ..no_action()
+        }
+    )]
+    #[case::all_containers_removed_start_regular_container(
+        |c: &mut Case| c.no_statuses(),
+        start(&[0, 1, 2])
+    )]
+    fn compute_pod_actions_matches_test_compute_pod_actions_for_restart_all_containers(
+        #[case] change: fn(&mut Case),
+        #[case] expected: PodActions,
+    ) {
+        check(base, change, expected);
     }
 }

@@ -103,6 +103,11 @@ pub struct PodActions {
     /// A resize restarts a container, so the pod's resources change too.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub update_pod_resources: bool,
+    /// The pod restarts all its containers in place (`RestartAllContainersOnContainerExits`):
+    /// every instance of every init and regular container is stopped if need be and removed,
+    /// in this order, and nothing else is done this sync.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub containers_to_reset: Vec<ContainerToReset>,
 }
 
 impl PodActions {
@@ -117,7 +122,22 @@ impl PodActions {
             && self.next_init_container_to_start.is_none()
             && self.containers_to_update.is_empty()
             && !self.update_pod_resources
+            && self.containers_to_reset.is_empty()
     }
+}
+
+/// One container instance a restart of all containers removes (the kubelet's
+/// `containerToRemoveInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerToReset {
+    /// The runtime's id of the instance.
+    pub id: String,
+    /// The container's name in the spec.
+    pub name: String,
+    /// Which list of the spec it belongs to.
+    pub kind: ContainerKind,
+    /// It has not exited: it is stopped, with no grace period and no PreStop hook, first.
+    pub kill: bool,
 }
 
 /// Why and what to stop (the kubelet's `containerToKillInfo`).

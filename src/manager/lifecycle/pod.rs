@@ -97,6 +97,71 @@ pub fn is_restartable_init_container(container: &k8s::Container) -> bool {
     container.restart_policy.as_deref() == Some("Always")
 }
 
+/// The action of a container restart rule that restarts the whole pod in place.
+pub const RESTART_ALL_CONTAINERS: &str = "RestartAllContainers";
+
+/// The first of the container's `restartPolicyRules` whose exit codes match `exit_code` (an
+/// `In` rule naming it, a `NotIn` rule not naming it); a rule without exit codes, or with an
+/// operator the API does not define, matches nothing. Ports `FindMatchingContainerRestartRule`
+/// (pkg/api/v1/pod/util.go).
+pub fn matching_restart_rule(
+    container: &k8s::Container,
+    exit_code: i32,
+) -> Option<&k8s::ContainerRestartRule> {
+    container
+        .restart_policy_rules
+        .iter()
+        .flatten()
+        .find(|rule| {
+            let Some(codes) = rule.exit_codes.as_ref() else {
+                return false;
+            };
+            let named = codes.values.iter().flatten().any(|&v| v == exit_code);
+            match codes.operator.as_str() {
+                "In" => named,
+                "NotIn" => !named,
+                _ => false,
+            }
+        })
+}
+
+/// Whether an exit with `exit_code` makes the container's rules restart the whole pod (its
+/// first matching rule's action is `RestartAllContainers`).
+pub fn restarts_all_containers(container: &k8s::Container, exit_code: i32) -> bool {
+    matching_restart_rule(container, exit_code).is_some_and(|r| r.action == RESTART_ALL_CONTAINERS)
+}
+
+/// Whether a container that exited with `exit_code` restarts, under the `ContainerRestartRules`
+/// gate (ports `ContainerShouldRestart`, pkg/api/v1/pod/util.go): a container with its own
+/// `restartPolicy` goes by its first matching rule (`Restart` restarts it; `RestartAllContainers`
+/// does when `restart_all` says that action is on), else by its own policy; a container without
+/// one goes by the pod's policy.
+pub fn container_should_restart(
+    container: &k8s::Container,
+    pod: &k8s::Pod,
+    exit_code: i32,
+    restart_all: bool,
+) -> bool {
+    let by_policy = |policy: RestartPolicy| match policy {
+        RestartPolicy::Always => true,
+        RestartPolicy::OnFailure => exit_code != 0,
+        RestartPolicy::Never => false,
+    };
+    let Some(own) = container.restart_policy.as_deref() else {
+        return by_policy(restart_policy(pod));
+    };
+    match matching_restart_rule(container, exit_code).map(|r| r.action.as_str()) {
+        Some("Restart") => return true,
+        Some(RESTART_ALL_CONTAINERS) if restart_all => return true,
+        _ => {}
+    }
+    match own {
+        "Never" => false,
+        "OnFailure" => exit_code != 0,
+        _ => true,
+    }
+}
+
 /// Whether deletion of the pod was requested (`metadata.deletionTimestamp` is set); the kubelet then
 /// restarts none of its containers.
 pub fn deletion_requested(pod: &k8s::Pod) -> bool {

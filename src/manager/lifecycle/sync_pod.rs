@@ -17,7 +17,7 @@ use super::sandbox_config::{
 };
 use super::{
     compute_pod_actions_with, pod, pod_resources, resize, ContainerKind, ContainerToKill,
-    KillReason, PodActions, ProbeResults,
+    ContainerToReset, KillReason, PodActions, ProbeResults,
 };
 use crate::cri::v1;
 use crate::manager::{
@@ -25,7 +25,7 @@ use crate::manager::{
     Pod, PodSpec, PodStatus, PodSyncResult, SyncAction, SyncResult, CONFIG_POD_SANDBOX_ERROR,
     CRASH_LOOP_BACK_OFF, CREATE_CONTAINER_CONFIG_ERROR, CREATE_CONTAINER_ERROR,
     CREATE_POD_SANDBOX_ERROR, KILL_CONTAINER_ERROR, MINIMUM_GRACE_PERIOD_SECONDS,
-    POST_START_HOOK_ERROR, RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
+    POST_START_HOOK_ERROR, REMOVE_CONTAINER_ERROR, RESIZE_POD_IN_PLACE_ERROR, RUN_CONTAINER_ERROR,
 };
 
 /// A container to start and, for an ephemeral one, the container whose PID namespace it joins.
@@ -119,10 +119,27 @@ impl KubeGenericRuntimeManager {
         } else {
             for (id, info) in &actions.containers_to_kill {
                 let mut step = SyncResult::new(SyncAction::KillContainer, info.name.clone());
-                let outcome = self.kill_container(pod, id, info).await;
+                let outcome = self.kill_container(pod, id, info, None).await;
                 let failed = outcome.is_err();
                 if let Err(err) = outcome {
                     step.fail(KILL_CONTAINER_ERROR, err.to_string());
+                }
+                result.results.push(step);
+                if failed {
+                    return result;
+                }
+            }
+            // All containers restart in place: each instance is stopped at once if it still
+            // runs, then removed; a failure ends the sync, and the next one goes on.
+            for reset in &actions.containers_to_reset {
+                let mut step = SyncResult::new(SyncAction::RemoveContainer, reset.name.clone());
+                let outcome = self.reset_container(pod, reset).await;
+                let failed = outcome.is_err();
+                match outcome {
+                    Ok(()) => {
+                        removed.insert(reset.id.clone());
+                    }
+                    Err((kind, message)) => step.fail(kind, message),
                 }
                 result.results.push(step);
                 if failed {
@@ -509,7 +526,7 @@ impl KubeGenericRuntimeManager {
                     reason: KillReason::FailedPostStartHook,
                     message: "FailedPostStartHook".to_owned(),
                 };
-                if let Err(err) = self.kill_container(pod, &id, &info).await {
+                if let Err(err) = self.kill_container(pod, &id, &info, None).await {
                     tracing::warn!(container = %container.name, %err, "killing a container whose PostStart hook failed");
                 }
                 return Err((POST_START_HOOK_ERROR, message));
@@ -523,14 +540,17 @@ impl KubeGenericRuntimeManager {
     /// StopContainer is given; never under 2 s. A failed hook does not fail the kill. Ports
     /// today's `killContainer` for a pod whose spec is known (SyncPod's single kills and a failed
     /// PostStart). A hook still running when the grace period ends is abandoned: its ExecSync
-    /// call is cancelled, where the kubelet leaves its goroutine to finish.
+    /// call is cancelled, where the kubelet leaves its goroutine to finish. A grace period
+    /// override replaces the pod's before the hook is considered, as in today's kubelet: an
+    /// override of 0 runs no hook and gives StopContainer the 2 s minimum.
     async fn kill_container(
         &self,
         pod: &k8s::Pod,
         id: &str,
         info: &ContainerToKill,
+        grace_override: Option<i64>,
     ) -> Result<(), crate::cri::CallError> {
-        let mut grace = termination_grace_period(pod, info);
+        let mut grace = grace_override.unwrap_or_else(|| termination_grace_period(pod, info));
         tracing::debug!(container = %info.name, id, reason = ?info.reason, message = %info.message, grace, "killing container");
         let pre_stop = container_spec(pod, &info.name)
             .and_then(|c| Some((c, c.lifecycle.as_ref()?.pre_stop.as_ref()?)));
@@ -556,6 +576,34 @@ impl KubeGenericRuntimeManager {
             Err(err) if self.profile.forgives(err.code) => Ok(()),
             outcome => outcome,
         }
+    }
+
+    /// Stops (with no grace period, so no PreStop hook) an instance that has not exited, then
+    /// removes it, for a restart of all containers. Ports the loop over `ContainersToReset` in
+    /// today's SyncPod.
+    async fn reset_container(
+        &self,
+        pod: &k8s::Pod,
+        reset: &ContainerToReset,
+    ) -> Result<(), (&'static str, String)> {
+        if reset.kill {
+            let info = ContainerToKill {
+                name: reset.name.clone(),
+                kind: reset.kind,
+                reason: KillReason::Unknown,
+                message: format!(
+                    "Container {} is stopped to restart all containers",
+                    reset.name
+                ),
+            };
+            self.kill_container(pod, &reset.id, &info, Some(0))
+                .await
+                .map_err(|err| (KILL_CONTAINER_ERROR, err.to_string()))?;
+        }
+        self.client()
+            .remove_container(&reset.id)
+            .await
+            .map_err(|err| (REMOVE_CONTAINER_ERROR, err.to_string()))
     }
 
     /// Removes every instance of every init container (the sandbox is being recreated, so they

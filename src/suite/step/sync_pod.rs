@@ -164,7 +164,7 @@ pub struct SyncPodExpect {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a sync round: `kill_pod`, `create_sandbox`, `attempt`, `start`, `kill`, `resize`, `results`"
+    expecting = "a sync round: `kill_pod`, `create_sandbox`, `attempt`, `start`, `kill`, `resize`, `reset`, `results`"
 )]
 pub struct Round {
     /// The whole pod is killed first.
@@ -186,6 +186,10 @@ pub struct Round {
     /// applied: memory first, then CPU, decreases before increases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resize: Vec<String>,
+    /// Container instances removed, by name, in order, when the pod restarts all its
+    /// containers in place: the ones reset first, the exited ones whose rule triggered it last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reset: Vec<String>,
     /// Each step's result, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<ResultExpect>,
@@ -725,7 +729,7 @@ fn beside(suite_file: &str, file: &str) -> String {
 }
 
 /// computePodActions' decision in suite terms, in the order a round lists it: the pod's kill,
-/// the sandbox, the kills, the starts (init, then app, then ephemeral), the resizes.
+/// the sandbox, the kills, the starts (init, then app, then ephemeral), the resizes, the resets.
 fn actions_of(manifest: &k8s::Pod, sync: &PodSync) -> Vec<ActionSeen> {
     let a = &sync.actions;
     let names = |indices: &[usize], list: &[k8s::Container]| -> Vec<String> {
@@ -778,6 +782,11 @@ fn actions_of(manifest: &k8s::Pod, sync: &PodSync) -> Vec<ActionSeen> {
                 })
             }),
     );
+    actions.extend(
+        a.containers_to_reset
+            .iter()
+            .map(|r| ActionSeen::Reset(r.name.clone())),
+    );
     actions
 }
 
@@ -811,6 +820,7 @@ impl Round {
                 }
                 ActionSeen::Kill(name) => round.kill.push(name.clone()),
                 ActionSeen::Start(name) => round.start.push(name.clone()),
+                ActionSeen::Reset(name) => round.reset.push(name.clone()),
                 ActionSeen::Resize {
                     container,
                     resource,
