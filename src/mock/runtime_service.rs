@@ -640,11 +640,27 @@ fn start_container(
     }) else {
         return Ok(v1::StartContainerResponse {});
     };
+    touch_log(&state.containers[key].status.log_path);
     events::emit(inner, &id, &sandbox_id, Kind::ContainerStartedEvent, None);
     if ended {
         events::emit(inner, &id, &sandbox_id, Kind::ContainerStoppedEvent, None);
     }
     Ok(v1::StartContainerResponse {})
+}
+
+/// Makes a started container's log file, empty, as a runtime opens it for the container's
+/// output at its start: the kubelet counts a container's restarts from these files once the
+/// runtime no longer has its earlier instances (`calcRestartCountByLogDir`). The mock writes no
+/// output there. Best effort: a log directory the caller did not make (a property run's, which
+/// names directories it never creates) leaves no file, as the mock does not fail a start on it.
+fn touch_log(path: &str) {
+    if path.is_empty() {
+        return;
+    }
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
 }
 
 fn stop_container(
