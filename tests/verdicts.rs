@@ -861,3 +861,49 @@ async fn a_node_wide_listing_that_fails_under_removals_is_asked_again_and_noted(
     let failure = reason(case(&report, "listing-always"));
     assert!(failure.contains("image not known"), "{failure}");
 }
+
+// An image pulled by digest only has no tag for ImageStatus to find it by, so a step that
+// needs its digest or id lists the node's images: that listing is asked again too.
+const DIGEST_LOOKUP: &str = "
+  - name: by-digest-NAME
+    clause: image.status.references
+    needs: [mock_control]
+    steps:
+      - remove_image: {image: harness-digest, setup: true}
+      - pull_image: {image: harness-digest, by: digest}
+      - mock_inject_error: {method: ListImages, code: Unknown, message: image not known, count: COUNT}
+      - image_status: {image: harness-digest, refs: [digest], expect: {repo_digests: [harness-digest]}}
+";
+
+#[tokio::test]
+async fn the_listing_that_finds_an_image_pulled_by_digest_is_asked_again() {
+    let cases = [
+        DIGEST_LOOKUP.replace("NAME", "once").replace("COUNT", "1"),
+        DIGEST_LOOKUP
+            .replace("NAME", "always")
+            .replace("COUNT", "4"),
+    ];
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    let report = run(&cases, false, None).await;
+    assert_eq!(
+        verdicts(&report),
+        [
+            ("by-digest-once", "passed", None),
+            (
+                "by-digest-always",
+                "failed",
+                Some("image.status.references")
+            ),
+        ]
+    );
+    let once = case(&report, "by-digest-once");
+    assert_eq!(notes(once), [("image.status.references", Level::Observed)]);
+    assert!(
+        once.notes[0].message.contains("ListImages")
+            && once.notes[0].message.contains("asked again"),
+        "{}",
+        once.notes[0].message
+    );
+    let failure = reason(case(&report, "by-digest-always"));
+    assert!(failure.contains("image not known"), "{failure}");
+}

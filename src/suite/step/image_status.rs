@@ -68,23 +68,25 @@ pub fn repository_of(names: &ImageNames, image: &str) -> String {
 }
 
 /// The image the runtime holds under `image`: by its tag, else (pulled by digest only) the one
-/// whose repo digests name its repository.
-pub async fn learn(world: &World, image: &str) -> Result<Option<v1::Image>, StepError> {
-    let runtime = &world.runtime;
+/// whose repo digests name its repository. That listing is node-wide, so it is asked again
+/// when it fails as one can while other cases remove images beside it.
+pub async fn learn(world: &mut World, image: &str) -> Result<Option<v1::Image>, StepError> {
     let reference = world.image(image);
-    if let Some(found) = runtime.image_status(&reference).await? {
+    if let Some(found) = world.runtime.image_status(&reference).await? {
         return Ok(Some(found));
     }
     let prefix = format!("{}@", repository_of(world.image_names(), image));
-    Ok(runtime
-        .list_images(None)
+    Ok(world
+        .list_node_wide("ListImages", |runtime| async move {
+            runtime.list_images(None).await
+        })
         .await?
         .into_iter()
         .find(|i| i.repo_digests.iter().any(|d| d.starts_with(&prefix))))
 }
 
 /// The reference of kind `kind` to the image the suite calls `image`.
-pub async fn reference(world: &World, image: &str, kind: RefKind) -> Result<String, StepError> {
+pub async fn reference(world: &mut World, image: &str, kind: RefKind) -> Result<String, StepError> {
     let resolved = world.image(image);
     let parsed = Reference::parse(&resolved);
     match kind {
