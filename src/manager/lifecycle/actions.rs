@@ -546,8 +546,10 @@ pub fn should_all_containers_restart(
     status: &PodStatus,
     gates: &FeatureGates,
 ) -> bool {
+    // A pod being deleted restarts nothing: the kubelet terminates it instead of syncing it.
     if !gates.enabled(FeatureGate::ContainerRestartRules)
         || !gates.enabled(FeatureGate::RestartAllContainersOnContainerExits)
+        || pod::deletion_requested(pod)
     {
         return false;
     }
@@ -2265,6 +2267,18 @@ mod tests {
         assert!(actions.containers_to_reset.is_empty(), "{actions:?}");
         // Under restart policy Never (the pod's, and foo2's own) nothing starts.
         assert!(actions.containers_to_start.is_empty(), "{actions:?}");
+    }
+
+    #[test]
+    fn a_pod_being_deleted_restarts_nothing_in_place() {
+        let mut case = restarting_all();
+        case.pod.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        assert!(!should_all_containers_restart(
+            &case.pod,
+            &case.status,
+            &case.gates
+        ));
+        assert!(case.actions().containers_to_reset.is_empty());
     }
 
     #[rstest]
