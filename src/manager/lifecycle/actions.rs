@@ -519,12 +519,7 @@ fn should_container_be_restarted(
         ContainerState::Running => false,
         ContainerState::Unknown | ContainerState::Created => true,
         ContainerState::Exited if gates.enabled(FeatureGate::ContainerRestartRules) => {
-            pod::container_should_restart(
-                container,
-                pod,
-                container_status.exit_code,
-                gates.enabled(FeatureGate::RestartAllContainersOnContainerExits),
-            )
+            pod::container_should_restart(container, pod, container_status.exit_code)
         }
         ContainerState::Exited => match pod::restart_policy(pod) {
             RestartPolicy::Never => false,

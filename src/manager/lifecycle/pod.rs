@@ -133,27 +133,24 @@ pub fn restarts_all_containers(container: &k8s::Container, exit_code: i32) -> bo
 
 /// Whether a container that exited with `exit_code` restarts, under the `ContainerRestartRules`
 /// gate (ports `ContainerShouldRestart`, pkg/api/v1/pod/util.go): a container with its own
-/// `restartPolicy` goes by its first matching rule (`Restart` restarts it; `RestartAllContainers`
-/// does when `restart_all` says that action is on), else by its own policy; a container without
-/// one goes by the pod's policy.
+/// `restartPolicy` goes by its first matching rule's `Restart` action, else by its own policy;
+/// a container without one goes by the pod's policy. A `RestartAllContainers` exit never gets
+/// here while that action's gate is on (the pod restarts in place first, see
+/// `compute_pod_actions`); with the gate off it counts for nothing and the policy decides.
 pub fn container_should_restart(
     container: &k8s::Container,
     pod: &k8s::Pod,
     exit_code: i32,
-    restart_all: bool,
 ) -> bool {
-    let by_policy = |policy: RestartPolicy| match policy {
-        RestartPolicy::Always => true,
-        RestartPolicy::OnFailure => exit_code != 0,
-        RestartPolicy::Never => false,
-    };
     let Some(own) = container.restart_policy.as_deref() else {
-        return by_policy(restart_policy(pod));
+        return match restart_policy(pod) {
+            RestartPolicy::Always => true,
+            RestartPolicy::OnFailure => exit_code != 0,
+            RestartPolicy::Never => false,
+        };
     };
-    match matching_restart_rule(container, exit_code).map(|r| r.action.as_str()) {
-        Some("Restart") => return true,
-        Some(RESTART_ALL_CONTAINERS) if restart_all => return true,
-        _ => {}
+    if matching_restart_rule(container, exit_code).is_some_and(|r| r.action == "Restart") {
+        return true;
     }
     match own {
         "Never" => false,
